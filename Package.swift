@@ -1,0 +1,98 @@
+// swift-tools-version: 6.1
+// ODRFS — On-Demand Resources for Linux as a FUSE filesystem.
+// The target list mirrors the architecture in DESIGN.md: each layer knows only the one below.
+import PackageDescription
+
+let package = Package(
+    name: "odrfs",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "odrfs", targets: ["odrfs"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+    ],
+    targets: [
+        // The C boundary: libfuse3's low-level API plus shims for what Swift cannot call directly.
+        .systemLibrary(
+            name: "CFuse3",
+            pkgConfig: "fuse3",
+            providers: [.apt(["libfuse3-dev"])]
+        ),
+        // Typed Swift over libfuse: the only importer of CFuse3.
+        .target(
+            name: "FUSEKit",
+            dependencies: [
+                "CFuse3",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Concepts and formats: tags, packs, the manifest, the file index, the pack container. No policy.
+        .target(
+            name: "ODRFSCore",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // `odrfs build`: tag spec → pack plan → dist dir.
+        .target(
+            name: "ODRFSBuild",
+            dependencies: [
+                "ODRFSCore",
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The local pack cache: verified pack files, atomic publication, temp files.
+        .target(
+            name: "ODRFSStore",
+            dependencies: [
+                "ODRFSCore",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Origins (file now, http later) and verified pack downloads.
+        .target(
+            name: "ODRFSFetch",
+            dependencies: [
+                "ODRFSCore",
+                "ODRFSStore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The filesystem: resource manager, inode mapping, the FUSE operations and the daemon wiring.
+        .target(
+            name: "ODRFSMount",
+            dependencies: [
+                "FUSEKit",
+                "ODRFSCore",
+                "ODRFSStore",
+                "ODRFSFetch",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The `odrfs` command line: one ParsableCommand per file.
+        .executableTarget(
+            name: "odrfs",
+            dependencies: [
+                "ODRFSCore",
+                "ODRFSBuild",
+                "ODRFSMount",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(name: "FUSEKitTests", dependencies: ["FUSEKit"]),
+        .testTarget(name: "ODRFSCoreTests", dependencies: ["ODRFSCore"]),
+        .testTarget(name: "ODRFSBuildTests", dependencies: ["ODRFSBuild", "ODRFSCore"]),
+        .testTarget(name: "ODRFSMountTests", dependencies: ["ODRFSMount", "ODRFSCore", "ODRFSStore", "ODRFSFetch", "ODRFSBuild"]),
+        // Real mounts driven through the built `odrfs` binary and real tools.
+        .testTarget(name: "MountTests", dependencies: ["ODRFSCore"]),
+    ],
+    swiftLanguageModes: [.v6]
+)
