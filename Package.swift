@@ -52,6 +52,7 @@ let package = Package(
             name: "ODRFSStore",
             dependencies: [
                 "ODRFSCore",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -73,6 +74,7 @@ let package = Package(
                 "ODRFSCore",
                 "ODRFSStore",
                 "ODRFSFetch",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -1,0 +1,92 @@
+import Crypto
+import Foundation
+import Logging
+import ODRFSCore
+import ODRFSStore
+
+/// Copies packs and the file index from an origin into the cache, verifying them
+/// while they stream and publishing only verified bytes.
+///
+/// Nothing here is shared between downloads: single-flight and retains are the
+/// resource manager's job. A failed or cancelled download leaves no file behind
+/// (its `TemporaryFile` is discarded).
+public struct PackDownloader: Sendable {
+    public let origin: any Origin
+    public let store: PackStore
+    public let chunkSize: ByteCount
+    private let logger: Logger
+
+    public init(origin: any Origin, store: PackStore, chunkSize: ByteCount, logger: Logger) {
+        self.origin = origin
+        self.store = store
+        self.chunkSize = chunkSize
+        self.logger = logger
+    }
+
+    /// Downloads `pack`, checks its size, whole-file SHA-256 and every chunk hash,
+    /// and publishes it at `store.path(of: pack)`. `progress` receives the bytes done so far.
+    public func fetch(_ pack: PackDescriptor, progress: (ByteCount) -> Void = { _ in }) async throws(FetchError) {
+        let file = try temporaryFile(label: "pack")
+        var verifier = PackVerifier(expected: pack, chunkSize: chunkSize)
+        var done: Int64 = 0
+        try await origin.download(pack.file, expectedBytes: pack.bytes) { (bytes: UnsafeRawBufferPointer) throws(FetchError) in
+            verifier.update(bytes)
+            try write(bytes, to: file)
+            done += Int64(bytes.count)
+            progress(ByteCount(done))
+        }
+        do {
+            try verifier.finish()
+        } catch {
+            file.discard()
+            throw FetchError(.corrupt, "pack '\(pack.id)' (\(pack.file)) from \(origin.displayName) failed verification: \(error)")
+        }
+        try publish(file, to: store.path(of: pack))
+    }
+
+    /// Downloads the file index and checks its size and SHA-256.
+    public func fetch(_ index: IndexReference) async throws(FetchError) {
+        let file = try temporaryFile(label: "index")
+        var hasher = SHA256()
+        var done: Int64 = 0
+        try await origin.download(index.file, expectedBytes: index.bytes) { (bytes: UnsafeRawBufferPointer) throws(FetchError) in
+            hasher.update(bufferPointer: bytes)
+            try write(bytes, to: file)
+            done += Int64(bytes.count)
+        }
+        let digest = ContentHash(digest: hasher.finalize())
+        guard done == index.bytes.value, digest == index.sha256 else {
+            file.discard()
+            throw FetchError(.corrupt, "file index \(index.file) from \(origin.displayName) is damaged: got \(done) bytes with SHA-256 \(digest.hex), manifest says \(index.bytes.value) bytes with \(index.sha256.hex)")
+        }
+        try publish(file, to: store.path(of: index))
+    }
+
+    private func temporaryFile(label: String) throws(FetchError) -> TemporaryFile {
+        do {
+            return try store.makeTemporaryFile(label: label)
+        } catch {
+            throw Self.localError(error)
+        }
+    }
+
+    private func write(_ bytes: UnsafeRawBufferPointer, to file: TemporaryFile) throws(FetchError) {
+        do {
+            try file.write(bytes)
+        } catch {
+            throw Self.localError(error)
+        }
+    }
+
+    private func publish(_ file: TemporaryFile, to destination: String) throws(FetchError) {
+        do {
+            try store.publish(file, to: destination)
+        } catch {
+            throw Self.localError(error)
+        }
+    }
+
+    private static func localError(_ error: StoreError) -> FetchError {
+        FetchError(error.kind == .noSpace ? .noSpace : .localIO, "cache: \(error.message)")
+    }
+}

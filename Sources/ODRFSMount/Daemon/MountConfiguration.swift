@@ -1,0 +1,37 @@
+import Foundation
+import ODRFSCore
+import ODRFSStore
+
+/// Everything `odrfs mount` was asked to do.
+public struct MountConfiguration: Sendable {
+    /// A dist dir path or a file:// URL (HTTP(S) in a later version).
+    public var origin: String
+    public var mountpoint: String
+    /// The cache directory; nil means the per-origin default (`CacheLayout.defaultRoot`).
+    public var cacheDirectory: String?
+    /// Extra `-o` options for the kernel mount (e.g. `allow_other`).
+    public var fuseOptions: [String]
+    /// The largest manifest accepted from an origin; guards against a hostile origin.
+    public var manifestLimit = ByteCount(64 << 20)
+
+    public init(origin: String, mountpoint: String, cacheDirectory: String? = nil, fuseOptions: [String] = []) {
+        self.origin = origin
+        self.mountpoint = mountpoint
+        self.cacheDirectory = cacheDirectory
+        self.fuseOptions = fuseOptions
+    }
+
+    /// The cache directory to use: the one given, or one per origin under the
+    /// user's (or, for root, the system's) cache directory. Local origins are
+    /// resolved first so `./dist` and `/abs/dist` share a cache.
+    public var resolvedCacheDirectory: String {
+        if let cacheDirectory { return cacheDirectory }
+        var key = origin
+        if key.lowercased().hasPrefix("file://"), let url = URL(string: key) { key = url.path }
+        if !key.contains("://"), let resolved = realpath(key, nil) {
+            key = String(cString: resolved)
+            free(resolved)
+        }
+        return CacheLayout.defaultRoot(forOrigin: key)
+    }
+}

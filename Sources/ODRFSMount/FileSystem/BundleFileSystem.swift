@@ -1,0 +1,82 @@
+import Foundation
+import FUSEKit
+import Logging
+import ODRFSCore
+
+/// The ODRFS filesystem: the bundle's tree from the file index, file contents from
+/// packs that the resource manager makes local on open.
+///
+/// How requests flow:
+/// - Metadata (lookup, getattr, readdir, readlink, xattrs, statfs) is answered from
+///   the memory-mapped file index and never fetches anything.
+/// - open() of a file whose pack is local retains the pack and answers at once. If
+///   the pack is remote the request is detached and answered from a task once the
+///   resource manager has the pack; other requests keep being served meanwhile. A
+///   FUSE interrupt cancels only that waiter.
+/// - read() replies with a descriptor-backed buffer (splice when the kernel allows)
+///   at the file's offset inside its pack; `keep_cache` lets repeat reads come from
+///   the page cache. The file handle is the pack's descriptor.
+/// - release() closes the descriptor and drops the retain.
+///
+/// This type holds no policy: decisions about packs live in `ResourceManager`, and
+/// errors become errnos in one place, `Errno.init(mapping:)`.
+public final class BundleFileSystem: FUSEFileSystem {
+    let index: FileIndex
+    let manager: ResourceManager
+    let logger: Logger
+    let inodes: InodeMap
+    let attributes: AttributeFactory
+    let virtualFiles = VirtualFileTable()
+    /// Renders `.odrfs/status`.
+    let statusRenderer: StatusRenderer
+
+    public init(index: FileIndex, manager: ResourceManager, logger: Logger) {
+        self.index = index
+        self.manager = manager
+        self.logger = logger
+        self.inodes = InodeMap(entryCount: index.entryCount)
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        self.attributes = AttributeFactory(
+            inodes: inodes, uid: getuid(), gid: getgid(),
+            mountTime: Timespec(seconds: Int64(now.tv_sec), nanoseconds: UInt32(now.tv_nsec))
+        )
+        self.statusRenderer = StatusRenderer(manifest: manager.manifest)
+    }
+
+    public func configure(_ connection: inout ConnectionConfiguration) {
+        connection.spliceWrite = true
+        connection.spliceMove = true
+        connection.readdirPlus = true
+        connection.readdirPlusAuto = false
+        connection.asyncRead = true
+        connection.parallelDirectoryOperations = true
+        connection.cacheSymlinks = true
+    }
+
+    public func rejectMutation(_ operation: String, request: consuming FUSERequest) {
+        request.replyError(.readOnlyFileSystem)
+    }
+
+    /// Attributes and entry parameters for `node`, or nil if the inode is unknown.
+    func entryParameters(for node: InodeMap.Node) -> EntryReplyParameters? {
+        switch node {
+        case .entry(let number):
+            guard let entry = index.entry(number) else { return nil }
+            return EntryReplyParameters(
+                attributes: attributes.attributes(of: entry, number: number),
+                entryTimeout: AttributeFactory.bundleTimeout,
+                attributeTimeout: AttributeFactory.bundleTimeout
+            )
+        case .controlDirectory:
+            return EntryReplyParameters(
+                attributes: attributes.controlDirectory,
+                entryTimeout: AttributeFactory.bundleTimeout,
+                attributeTimeout: AttributeFactory.bundleTimeout
+            )
+        case .statusFile:
+            // Its content changes all the time; it is served with direct_io.
+            return EntryReplyParameters(attributes: attributes.statusFile, entryTimeout: AttributeFactory.bundleTimeout, attributeTimeout: 0)
+        }
+    }
+}

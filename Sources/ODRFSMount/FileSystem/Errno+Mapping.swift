@@ -1,0 +1,19 @@
+import FUSEKit
+import ODRFSFetch
+
+extension Errno {
+    /// The one place where ODRFS errors become errnos (DESIGN.md's error contract):
+    /// origin unreachable, pack missing or corrupt → EIO; no space → ENOSPC;
+    /// an interrupted wait → EINTR. Anything unexpected is EIO.
+    init(mapping error: any Error) {
+        guard let error = error as? FetchError else {
+            self = .ioError
+            return
+        }
+        switch error.kind {
+        case .noSpace: self = .noSpace
+        case .cancelled: self = .interrupted
+        case .invalidOrigin, .unsupported, .unreachable, .notFound, .corrupt, .localIO: self = .ioError
+        }
+    }
+}

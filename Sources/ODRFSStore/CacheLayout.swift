@@ -1,0 +1,55 @@
+import Foundation
+import Crypto
+import ODRFSCore
+
+/// Where things live inside a cache directory.
+///
+/// ```
+/// <root>/lock            held (flock) by the one mount using this cache
+/// <root>/manifest.json   the manifest of the bundle version last mounted
+/// <root>/index/<sha>.odrx  verified file indexes
+/// <root>/packs/<sha>.tar   verified packs, named by content like on the origin
+/// <root>/tmp/            downloads in progress; emptied at startup
+/// <root>/odrfs.log       the daemon's log
+/// ```
+/// Names are content addresses, so a file under `packs/` is either a complete,
+/// verified pack or absent: downloads are renamed into place only after verification.
+public struct CacheLayout: Sendable {
+    public let root: String
+
+    public init(root: String) {
+        self.root = root
+    }
+
+    public var packsDirectory: String { root + "/packs" }
+    public var indexDirectory: String { root + "/index" }
+    public var temporaryDirectory: String { root + "/tmp" }
+    public var lockFile: String { root + "/lock" }
+    public var manifestFile: String { root + "/" + Manifest.fileName }
+    public var logFile: String { root + "/odrfs.log" }
+
+    /// The cached copy of `pack`, named by its content hash.
+    public func path(of pack: PackDescriptor) -> String {
+        packsDirectory + "/" + pack.sha256.hex + ".tar"
+    }
+
+    /// The cached copy of the file index.
+    public func path(of index: IndexReference) -> String {
+        indexDirectory + "/" + index.sha256.hex + "." + FileIndex.fileExtension
+    }
+
+    /// The default cache directory for an origin: one directory per origin, so two
+    /// bundles never share packs by accident.
+    public static func defaultRoot(forOrigin origin: String) -> String {
+        let digest = SHA256.hash(data: Array(origin.utf8)).map { String(format: "%02x", $0) }.joined().prefix(16)
+        let environment = ProcessInfo.processInfo.environment
+        if geteuid() == 0 {
+            return "/var/cache/odrfs/\(digest)"
+        }
+        if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") {
+            return "\(xdg)/odrfs/\(digest)"
+        }
+        let home = environment["HOME"] ?? NSHomeDirectory()
+        return "\(home)/.cache/odrfs/\(digest)"
+    }
+}

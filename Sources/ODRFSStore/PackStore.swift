@@ -1,0 +1,141 @@
+import Foundation
+import Logging
+import ODRFSCore
+
+/// The local cache of verified packs and file indexes.
+///
+/// Invariants:
+/// - A file under `packs/` or `index/` is complete and verified: it got there by
+///   `publish`, which fsyncs the data and renames it atomically.
+/// - Only one process uses a cache directory at a time (an exclusive `flock` on
+///   `lock`, held for the life of this object), so `tmp/` can be emptied at startup.
+///
+/// The store knows nothing about origins, retains or policy; the resource manager
+/// decides what to download and the fetcher streams into `makeTemporaryFile()`.
+public final class PackStore: Sendable {
+    public let layout: CacheLayout
+    private let lockDescriptor: Int32
+    private let logger: Logger
+
+    /// Opens (creating if needed) the cache at `root` and takes its lock.
+    public init(root: String, logger: Logger) throws(StoreError) {
+        let layout = CacheLayout(root: root)
+        for directory in [layout.root, layout.packsDirectory, layout.indexDirectory, layout.temporaryDirectory] {
+            try Self.makeDirectory(directory)
+        }
+        let fd = open(layout.lockFile, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw StoreError.system("cannot open lock file", path: layout.lockFile) }
+        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            let holder = (try? String(contentsOfFile: layout.lockFile, encoding: .utf8))?
+                .trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+            close(fd)
+            let who = holder.isEmpty ? "another process" : "process \(holder)"
+            throw StoreError(.locked, "cache directory \(root) is already in use by \(who); use another --cache directory or unmount the other mount first")
+        }
+        let pid = "\(getpid())\n"
+        _ = ftruncate(fd, 0)
+        _ = pid.withCString { pwrite(fd, $0, strlen($0), 0) }
+        self.layout = layout
+        self.lockDescriptor = fd
+        self.logger = logger
+        removeTemporaryFiles()
+    }
+
+    deinit {
+        close(lockDescriptor)
+    }
+
+    /// Whether a verified copy of `pack` is in the cache. A copy of the wrong size
+    /// (damaged outside ODRFS) is removed so that it gets downloaded again.
+    public func contains(_ pack: PackDescriptor) -> Bool {
+        contains(path: layout.path(of: pack), bytes: pack.bytes)
+    }
+
+    /// Whether a verified copy of the file index is in the cache.
+    public func contains(_ index: IndexReference) -> Bool {
+        contains(path: layout.path(of: index), bytes: index.bytes)
+    }
+
+    private func contains(path: String, bytes: ByteCount) -> Bool {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return false }
+        if Int64(info.st_size) != bytes.value || (info.st_mode & S_IFMT) != S_IFREG {
+            logger.warning("removing cached file of unexpected size", metadata: ["path": "\(path)", "bytes.expected": "\(bytes.value)", "bytes.found": "\(info.st_size)"])
+            unlink(path)
+            return false
+        }
+        return true
+    }
+
+    /// The path of the cached copy of `pack` (which may not exist yet).
+    public func path(of pack: PackDescriptor) -> String { layout.path(of: pack) }
+
+    /// The path of the cached file index (which may not exist yet).
+    public func path(of index: IndexReference) -> String { layout.path(of: index) }
+
+    /// A new, empty file under `tmp/` for a download in progress.
+    public func makeTemporaryFile(label: String) throws(StoreError) -> TemporaryFile {
+        var template = Array("\(layout.temporaryDirectory)/\(label).XXXXXX".utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkostemp($0.baseAddress!, O_CLOEXEC) }
+        guard fd >= 0 else { throw StoreError.system("cannot create temporary file in", path: layout.temporaryDirectory) }
+        let path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        return TemporaryFile(path: path, descriptor: fd)
+    }
+
+    /// Makes a fully written and verified temporary file durable and visible at
+    /// `destination`: fsync the data, rename atomically, fsync the directory.
+    public func publish(_ file: TemporaryFile, to destination: String) throws(StoreError) {
+        let path = file.path
+        guard fsync(file.descriptor) == 0 else {
+            let error = StoreError.system("cannot fsync", path: path)
+            file.discard()
+            throw error
+        }
+        guard rename(path, destination) == 0 else {
+            let error = StoreError.system("cannot rename into place", path: destination)
+            file.discard()
+            throw error
+        }
+        file.markPublished()
+        let directory = (destination as NSString).deletingLastPathComponent
+        let dirfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dirfd >= 0 {
+            _ = fsync(dirfd)
+            close(dirfd)
+        }
+    }
+
+    /// Deletes a cached pack (used when a cached copy proves corrupt).
+    public func remove(_ pack: PackDescriptor) {
+        unlink(layout.path(of: pack))
+    }
+
+    /// Writes the manifest of the mounted bundle, so a later mount can tell what the cache holds.
+    public func saveManifest(_ data: Data) throws(StoreError) {
+        let file = try makeTemporaryFile(label: "manifest")
+        let written = data.withUnsafeBytes { buffer in write(file.descriptor, buffer.baseAddress, buffer.count) }
+        guard written == data.count else {
+            let error = StoreError.system("cannot write", path: file.path)
+            file.discard()
+            throw error
+        }
+        try publish(file, to: layout.manifestFile)
+    }
+
+    private func removeTemporaryFiles() {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: layout.temporaryDirectory) else { return }
+        for name in names {
+            logger.info("removing partial download left by an earlier run", metadata: ["file": "\(name)"])
+            unlink(layout.temporaryDirectory + "/" + name)
+        }
+    }
+
+    private static func makeDirectory(_ path: String) throws(StoreError) {
+        if mkdir(path, 0o755) == 0 || errno == EEXIST { return }
+        if errno == ENOENT {
+            try makeDirectory((path as NSString).deletingLastPathComponent)
+            if mkdir(path, 0o755) == 0 || errno == EEXIST { return }
+        }
+        throw StoreError.system("cannot create cache directory", path: path)
+    }
+}

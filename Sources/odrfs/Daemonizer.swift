@@ -1,0 +1,102 @@
+import ArgumentParser
+import Foundation
+import ODRFSMount
+import ODRFSStore
+
+/// Starts the mount daemon in the background and waits until it reports readiness.
+///
+/// A Swift process must not `fork()` once threads exist (the runtime, Dispatch and
+/// libfuse all start them), so the daemon is a fresh copy of this executable started
+/// with `posix_spawn` in a new session (`setsid`), running `mount --foreground`. It
+/// reports "ready" or "error: …" on an inherited pipe; this process exits 0 or prints
+/// the error and exits 1. If the daemon dies without a word, its log is pointed to.
+enum Daemonizer {
+    static func startDaemon(configuration: MountConfiguration, logLevel: String) throws {
+        let cacheDirectory = configuration.resolvedCacheDirectory
+        try FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
+        let logFile = CacheLayout(root: cacheDirectory).logFile
+
+        var pipeEnds: [Int32] = [0, 0]
+        guard pipe(&pipeEnds) == 0 else { throw failure("cannot create a pipe: \(String(cString: strerror(errno)))") }
+        let (readEnd, writeEnd) = (pipeEnds[0], pipeEnds[1])
+        _ = fcntl(readEnd, F_SETFD, FD_CLOEXEC)
+        defer { close(readEnd) }
+
+        var arguments = ["odrfs", "mount", configuration.origin, configuration.mountpoint,
+                         "--cache", cacheDirectory, "--foreground", "--ready-fd", String(writeEnd),
+                         "--log-level", logLevel]
+        if !configuration.fuseOptions.isEmpty {
+            arguments += ["-o", configuration.fuseOptions.joined(separator: ",")]
+        }
+        let pid: pid_t
+        do {
+            pid = try spawn(arguments: arguments, logFile: logFile)
+        } catch {
+            close(writeEnd)
+            throw error
+        }
+        close(writeEnd)
+
+        let reply = readAll(readEnd)
+        if reply.hasPrefix("ready") { return }
+        if reply.hasPrefix("error: ") {
+            let message = reply.dropFirst("error: ".count).trimmingCharacters(in: .whitespacesAndNewlines)
+            _ = waitpid(pid, nil, 0)
+            throw failure(message)
+        }
+        var status: Int32 = 0
+        _ = waitpid(pid, &status, 0)
+        throw failure("the mount daemon exited before the mount was ready (status \(status)); see \(logFile)")
+    }
+
+    private static func spawn(arguments: [String], logFile: String) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, logFile, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        // A new session detaches the daemon from the terminal; default signal
+        // dispositions undo any SIG_IGN inherited from a script (libfuse only
+        // installs its handlers over SIG_DFL).
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGINT, SIGTERM, SIGHUP, SIGPIPE] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        var mask = sigset_t()
+        sigemptyset(&mask)
+        posix_spawnattr_setsigmask(&attributes, &mask)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, executable, &actions, &attributes, &argv, environ)
+        guard result == 0 else {
+            throw failure("cannot start the mount daemon \(executable): \(String(cString: strerror(result)))")
+        }
+        return pid
+    }
+
+    private static func readAll(_ descriptor: Int32) -> String {
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = read(descriptor, &buffer, buffer.count)
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { break }
+            bytes += buffer[0..<count]
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private static func failure(_ message: String) -> Error {
+        FileHandle.standardError.write(Data("odrfs mount: \(message)\n".utf8))
+        return ExitCode.failure
+    }
+}

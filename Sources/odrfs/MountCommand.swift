@@ -1,0 +1,82 @@
+import ArgumentParser
+import Foundation
+import Logging
+import ODRFSMount
+
+/// `odrfs mount <origin> <mountpoint>`: returns once the mount is ready.
+struct MountCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "mount",
+        abstract: "Mount a bundle; files are fetched from the origin when first opened.",
+        discussion: """
+            The origin is a dist dir made by `odrfs build`, given as a path or a file:// URL.
+            The command returns when the base and initial-install packs are local and the
+            mount is usable; the daemon then runs in the background (logs in the cache
+            directory's odrfs.log) until `odrfs unmount`. Exit status 1 means the mount failed;
+            the message says why.
+            """
+    )
+
+    @Argument(help: "The dist dir (path or file:// URL).")
+    var origin: String
+
+    @Argument(help: "An empty directory to mount on.")
+    var mountpoint: String
+
+    @Option(name: .long, help: "Cache directory (default: one per origin under ~/.cache/odrfs, or /var/cache/odrfs for root).")
+    var cache: String?
+
+    @Flag(name: .long, help: "Stay in the foreground and log to stderr.")
+    var foreground = false
+
+    @Option(name: .customShort("o"), help: "Extra FUSE mount options, comma separated (e.g. allow_other).")
+    var fuseOptions: [String] = []
+
+    @Option(name: .long, help: .hidden)
+    var readyFd: Int32?
+
+    @OptionGroup var logging: LoggingOptions
+
+    func run() async throws {
+        var configuration = MountConfiguration(origin: origin, mountpoint: mountpoint, cacheDirectory: cache)
+        configuration.fuseOptions = fuseOptions.flatMap { $0.split(separator: ",").map(String.init) }
+        configuration.cacheDirectory = configuration.resolvedCacheDirectory
+        if !foreground {
+            try Daemonizer.startDaemon(configuration: configuration, logLevel: logging.logLevel)
+            return
+        }
+        let logger = logging.makeLogger(label: "odrfs.mount")
+        let readiness = ReadinessReporter(descriptor: readyFd)
+        let daemon: MountDaemon
+        do {
+            daemon = try await MountDaemon.prepare(configuration, logger: logger)
+            try daemon.mount()
+        } catch {
+            logger.error("mount failed", metadata: ["error": "\(error)"])
+            readiness.fail("\(error)")
+            throw ExitCode.failure
+        }
+        readiness.succeed()
+        await daemon.run()
+    }
+}
+
+/// Tells the waiting `odrfs mount` parent whether the mount came up, over a pipe.
+struct ReadinessReporter {
+    let descriptor: Int32?
+
+    func succeed() { send("ready\n") }
+
+    func fail(_ message: String) {
+        send("error: " + message.replacingOccurrences(of: "\n", with: " ") + "\n")
+        if descriptor == nil {
+            FileHandle.standardError.write(Data("odrfs mount: \(message)\n".utf8))
+        }
+    }
+
+    private func send(_ line: String) {
+        guard let descriptor else { return }
+        _ = line.withCString { write(descriptor, $0, strlen($0)) }
+        close(descriptor)
+    }
+}

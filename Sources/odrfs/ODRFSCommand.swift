@@ -1,0 +1,19 @@
+import ArgumentParser
+
+/// The `odrfs` executable: one subcommand per file in this folder.
+@main
+struct ODRFSCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "odrfs",
+        abstract: "On-Demand Resources for Linux: tagged asset packs served by a FUSE filesystem that fetches on open.",
+        discussion: """
+            Typical use:
+              odrfs build MyApp.resources -o dist        # split a tagged tree into packs
+              odrfs mount dist /mnt/myapp                 # mount it; files download when opened
+              cat /mnt/myapp/.odrfs/status                # see which packs are local
+              odrfs unmount /mnt/myapp
+            """,
+        version: "0.1.0",
+        subcommands: [BuildCommand.self, MountCommand.self, UnmountCommand.self, StatusCommand.self]
+    )
+}
