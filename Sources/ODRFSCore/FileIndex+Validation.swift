@@ -1,0 +1,151 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Up-front validation: after it, every accessor can trust every record. One pass over the
+/// records plus one over each directory's children (the child ranges are disjoint, so that is
+/// O(entries + name bytes) in all), no allocation.
+extension FileIndex {
+    struct Header {
+        var entryCount: UInt32
+        var packCount: UInt32
+        var recordsStart: Int
+        var stringsStart: Int
+        var stringsLength: Int
+    }
+
+    static func validateHeader(_ base: UnsafeRawPointer, byteCount: Int) throws(FileIndexError) -> Header {
+        typealias H = FileIndexLayout.Header
+        guard byteCount >= FileIndexLayout.headerSize else {
+            throw FileIndexError(.truncated, "is \(byteCount) bytes, shorter than the \(FileIndexLayout.headerSize)-byte header")
+        }
+        guard memcmp(base, FileIndexLayout.magic, FileIndexLayout.magic.count) == 0 else {
+            throw FileIndexError(.badMagic, "does not start with \"ODRIDX1\" (not an odrfs file index)")
+        }
+        let version = base.u32(H.version)
+        guard version == FileIndexLayout.version else {
+            throw FileIndexError(.unsupportedVersion, "version \(version) is not supported (this odrfs reads version \(FileIndexLayout.version))")
+        }
+        guard base.u32(H.recordSize) == UInt32(FileIndexLayout.recordSize) else {
+            throw FileIndexError(.corrupt, "record size \(base.u32(H.recordSize)) is not \(FileIndexLayout.recordSize)")
+        }
+        let entryCount = base.u32(H.entryCount)
+        guard entryCount >= 1 else { throw FileIndexError(.corrupt, "has no root entry") }
+        let size = UInt64(byteCount)
+        let recordsOffset = base.u64(H.recordsOffset), recordsLength = base.u64(H.recordsLength)
+        let stringsOffset = base.u64(H.stringsOffset), stringsLength = base.u64(H.stringsLength)
+        guard recordsLength == UInt64(entryCount) * UInt64(FileIndexLayout.recordSize) else {
+            throw FileIndexError(.corrupt, "record table is \(recordsLength) bytes but \(entryCount) entries need \(UInt64(entryCount) * 64)")
+        }
+        // Compare without adding first: hostile offsets near UInt64.max must not wrap around.
+        guard recordsOffset >= UInt64(FileIndexLayout.headerSize), recordsOffset <= size, recordsLength <= size - recordsOffset else {
+            throw FileIndexError(.truncated, "record table (\(recordsLength) bytes at \(recordsOffset)) extends past the end of the \(size)-byte index")
+        }
+        guard stringsOffset >= UInt64(FileIndexLayout.headerSize), stringsOffset <= size, stringsLength <= size - stringsOffset else {
+            throw FileIndexError(.truncated, "string table (\(stringsLength) bytes at \(stringsOffset)) extends past the end of the \(size)-byte index")
+        }
+        return Header(entryCount: entryCount, packCount: base.u32(H.packCount), recordsStart: Int(recordsOffset),
+                      stringsStart: Int(stringsOffset), stringsLength: Int(stringsLength))
+    }
+
+    func validateRecords() throws(FileIndexError) {
+        typealias F = FileIndexLayout.Record
+        for n in 0..<count {
+            let r = record(n)
+            guard let kind = EntryKind(rawValue: r.load(fromByteOffset: F.kind, as: UInt8.self)) else {
+                throw corrupt(n, "has unknown kind \(r.load(fromByteOffset: F.kind, as: UInt8.self))")
+            }
+            try checkString(n, "name", offset: r.u64(F.nameOffset), length: r.u32(F.nameLength))
+            let parent = r.u32(F.parent)
+            if n == 0 {
+                guard kind == .directory, parent == 0, r.u32(F.nameLength) == 0 else {
+                    throw corrupt(n, "the root must be an unnamed directory that is its own parent")
+                }
+            } else {
+                try checkName(n)
+                // Parents come first in breadth-first order, which also rules out cycles.
+                guard parent < n, self.kind(parent) == .directory, children(of: EntryNumber(parent)).contains(n) else {
+                    throw corrupt(n, "claims parent \(parent), which does not list it as a child")
+                }
+            }
+            let pack = r.u32(F.pack)
+            switch kind {
+            case .regularFile:
+                guard pack < UInt32(clamping: packCount) else {
+                    throw corrupt(n, "is in pack \(pack) but the bundle has \(packCount) packs")
+                }
+                let (_, overflow) = r.u64(F.data).addingReportingOverflow(r.u64(F.size))
+                guard !overflow, r.u64(F.size) <= UInt64(Int64.max) else { throw corrupt(n, "has an impossible size or offset") }
+            case .symlink:
+                guard pack == FileIndexLayout.noPack, r.u64(F.size) == UInt64(r.u32(F.count)) else {
+                    throw corrupt(n, "is a symlink with a pack or a size that is not its target length")
+                }
+                try checkString(n, "symlink target", offset: r.u64(F.data), length: r.u32(F.count))
+            case .directory:
+                guard pack == FileIndexLayout.noPack else { throw corrupt(n, "is a directory with a pack") }
+                try checkChildren(n)
+            }
+        }
+    }
+
+    private func checkString(_ n: UInt32, _ what: String, offset: UInt64, length: UInt32) throws(FileIndexError) {
+        let blob = UInt64(stringsLength)
+        guard offset <= blob, UInt64(length) <= blob - offset else {
+            throw corrupt(n, "has a \(what) (\(length) bytes at \(offset)) outside the \(blob)-byte string table")
+        }
+    }
+
+    private func checkName(_ n: UInt32) throws(FileIndexError) {
+        let name = nameBytes(n)
+        let isDots = (name.count == 1 && name[0] == UInt8(ascii: "."))
+            || (name.count == 2 && name[0] == UInt8(ascii: ".") && name[1] == UInt8(ascii: "."))
+        guard !name.isEmpty, !isDots, !name.contains(UInt8(ascii: "/")), !name.contains(0) else {
+            throw corrupt(n, "has an invalid name (empty, '.', '..', or containing '/' or NUL)")
+        }
+    }
+
+    private func checkChildren(_ n: UInt32) throws(FileIndexError) {
+        typealias F = FileIndexLayout.Record
+        let r = record(n)
+        let first = r.u64(F.data), childCount = UInt64(r.u32(F.count))
+        guard first <= UInt64(count), childCount <= UInt64(count) - first, childCount == 0 || first > UInt64(n) else {
+            throw corrupt(n, "has children \(first)..<\(first + childCount) outside 1..<\(count) or before itself")
+        }
+        var subdirectories: UInt32 = 0
+        var previous: UnsafeRawBufferPointer?
+        for child in UInt32(first)..<UInt32(first + childCount) {
+            guard record(child).u32(F.parent) == n else {
+                throw corrupt(n, "lists child \(child), whose parent is \(record(child).u32(F.parent))")
+            }
+            // Names are range-checked when their own record comes up; check here first so the
+            // comparison below never reads outside the string table.
+            let c = record(child)
+            try checkString(child, "name", offset: c.u64(F.nameOffset), length: c.u32(F.nameLength))
+            let name = nameBytes(child)
+            if let previous, FileIndex.compare(previous, name) >= 0 {
+                throw corrupt(n, "has children that are not sorted by name or not unique (at entry \(child))")
+            }
+            previous = name
+            if c.load(fromByteOffset: F.kind, as: UInt8.self) == EntryKind.directory.rawValue { subdirectories += 1 }
+        }
+        guard r.u32(F.subdirectoryCount) == subdirectories else {
+            throw corrupt(n, "records \(r.u32(F.subdirectoryCount)) subdirectories but has \(subdirectories)")
+        }
+    }
+
+    private func corrupt(_ n: UInt32, _ problem: String) -> FileIndexError {
+        FileIndexError(.corrupt, "entry \(n) \(problem)")
+    }
+
+    /// memcmp order, shorter first on a common prefix.
+    @inline(__always) static func compare(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
+        let common = min(a.count, b.count)
+        if common > 0, let pa = a.baseAddress, let pb = b.baseAddress {
+            let result = memcmp(pa, pb, common)
+            if result != 0 { return Int(result) }
+        }
+        return a.count - b.count
+    }
+}

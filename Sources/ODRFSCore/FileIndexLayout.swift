@@ -1,0 +1,82 @@
+/// The on-disk layout of a file index (`.odrx`). All integers are little-endian.
+///
+/// ```
+/// header (64 bytes)
+///   0  magic "ODRIDX1\0"        8  version u32 (1)      12 recordSize u32 (64)
+///   16 entryCount u32           20 packCount u32
+///   24 recordsOffset u64        32 recordsLength u64
+///   40 stringsOffset u64        48 stringsLength u64    56 reserved u64 (0)
+/// record (64 bytes), one per entry, breadth-first; children of a directory are contiguous
+/// and sorted by name bytes, so lookup is a binary search and entry number + 1 an inode number
+///   0  parent u32               4  kind u8, 3 reserved bytes (0)
+///   8  permissions u32          12 nameLength u32       16 nameOffset u64 (into strings)
+///   24 size u64                 32 mtime seconds i64    40 mtime nanoseconds u32
+///   44 pack u32 (0xFFFFFFFF unless a regular file)
+///   48 data u64: files: content offset in the pack; dirs: first child; symlinks: target offset
+///   56 count u32: dirs: child count; symlinks: target length; files: 0
+///   60 subdirectoryCount u32 (dirs)
+/// strings: names and symlink targets, UTF-8, not terminated
+/// ```
+enum FileIndexLayout {
+    static let magic: [UInt8] = Array("ODRIDX1\0".utf8)
+    static let version: UInt32 = 1
+    static let headerSize = 64
+    static let recordSize = 64
+    static let noPack: UInt32 = 0xFFFF_FFFF
+
+    enum Header {
+        static let version = 8
+        static let recordSize = 12
+        static let entryCount = 16
+        static let packCount = 20
+        static let recordsOffset = 24
+        static let recordsLength = 32
+        static let stringsOffset = 40
+        static let stringsLength = 48
+    }
+
+    enum Record {
+        static let parent = 0
+        static let kind = 4
+        static let permissions = 8
+        static let nameLength = 12
+        static let nameOffset = 16
+        static let size = 24
+        static let mtimeSeconds = 32
+        static let mtimeNanoseconds = 40
+        static let pack = 44
+        static let data = 48
+        static let count = 56
+        static let subdirectoryCount = 60
+    }
+}
+
+/// Little-endian reads from an unaligned raw buffer (mmap offsets need not be aligned for a type).
+extension UnsafeRawPointer {
+    @inline(__always) func u32(_ offset: Int) -> UInt32 {
+        UInt32(littleEndian: loadUnaligned(fromByteOffset: offset, as: UInt32.self))
+    }
+
+    @inline(__always) func u64(_ offset: Int) -> UInt64 {
+        UInt64(littleEndian: loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+    }
+
+    @inline(__always) func i64(_ offset: Int) -> Int64 {
+        Int64(littleEndian: loadUnaligned(fromByteOffset: offset, as: Int64.self))
+    }
+}
+
+/// Little-endian appends for the writer.
+extension Array where Element == UInt8 {
+    mutating func appendLE(_ value: UInt32) {
+        Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) }
+    }
+
+    mutating func appendLE(_ value: UInt64) {
+        Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) }
+    }
+
+    mutating func appendLE(_ value: Int64) {
+        Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) }
+    }
+}

@@ -1,0 +1,131 @@
+/// Encodes a bundle's tree as a file index (see ``FileIndexLayout``).
+///
+/// The output depends only on the tree: children are sorted by name bytes here, whatever order
+/// they come in, and entries are numbered breadth-first. `odrfs build` uses it; tests use it to
+/// make indexes.
+public struct FileIndexWriter: Sendable {
+    /// One entry of the tree to encode.
+    public struct Node: Sendable, Equatable {
+        public var name: String
+        public var kind: EntryKind
+        public var permissions: UInt32
+        public var modificationTime: Timestamp
+        /// Regular files: content size.
+        public var size: UInt64
+        /// Regular files: which pack holds the bytes, and where they start in it.
+        public var pack: PackNumber?
+        public var dataOffset: UInt64
+        /// Symlinks only.
+        public var symlinkTarget: String?
+        /// Directories only; any order.
+        public var children: [Node]
+
+        public static func directory(_ name: String, permissions: UInt32 = 0o755,
+                                     modificationTime: Timestamp = Timestamp(seconds: 0, nanoseconds: 0),
+                                     children: [Node] = []) -> Node {
+            Node(name: name, kind: .directory, permissions: permissions, modificationTime: modificationTime,
+                 size: 0, pack: nil, dataOffset: 0, symlinkTarget: nil, children: children)
+        }
+
+        public static func file(_ name: String, size: UInt64, pack: PackNumber, dataOffset: UInt64,
+                                permissions: UInt32 = 0o644,
+                                modificationTime: Timestamp = Timestamp(seconds: 0, nanoseconds: 0)) -> Node {
+            Node(name: name, kind: .regularFile, permissions: permissions, modificationTime: modificationTime,
+                 size: size, pack: pack, dataOffset: dataOffset, symlinkTarget: nil, children: [])
+        }
+
+        public static func symlink(_ name: String, target: String, permissions: UInt32 = 0o777,
+                                   modificationTime: Timestamp = Timestamp(seconds: 0, nanoseconds: 0)) -> Node {
+            Node(name: name, kind: .symlink, permissions: permissions, modificationTime: modificationTime,
+                 size: UInt64(target.utf8.count), pack: nil, dataOffset: 0, symlinkTarget: target, children: [])
+        }
+    }
+
+    /// Number of packs in the manifest this index goes with; every file's pack must be below it.
+    public var packCount: Int
+
+    public init(packCount: Int) {
+        self.packCount = packCount
+    }
+
+    /// The index bytes for the tree under `root` (whose own name is ignored).
+    public func encode(root: Node) throws(FileIndexError) -> [UInt8] {
+        guard root.kind == .directory else { throw FileIndexError(.invalidTree, "the root must be a directory") }
+        // Breadth-first: queue[i] becomes entry i; a directory's children are appended together.
+        var queue: [(node: Node, parent: UInt32)] = [(root, 0)]
+        var records: [UInt8] = []
+        var strings: [UInt8] = []
+        var next = 0
+        while next < queue.count {
+            let (node, parent) = queue[next]
+            let number = UInt32(next)
+            next += 1
+            let nameBytes = number == 0 ? [] : Array(node.name.utf8)
+            if number != 0 { try Self.check(name: node.name, bytes: nameBytes) }
+            let nameOffset = UInt64(strings.count)
+            strings.append(contentsOf: nameBytes)
+            var pack = FileIndexLayout.noPack, data: UInt64 = 0, count: UInt32 = 0, subdirectories: UInt32 = 0
+            var size: UInt64 = 0
+            switch node.kind {
+            case .regularFile:
+                guard let number = node.pack, Int(number.rawValue) < packCount else {
+                    throw FileIndexError(.invalidTree, "file '\(node.name)' has pack \(node.pack.map { "\($0.rawValue)" } ?? "none") but there are \(packCount) packs")
+                }
+                pack = number.rawValue
+                data = node.dataOffset
+                size = node.size
+            case .symlink:
+                let target = Array((node.symlinkTarget ?? "").utf8)
+                data = UInt64(strings.count)
+                count = UInt32(target.count)
+                size = UInt64(target.count)
+                strings.append(contentsOf: target)
+            case .directory:
+                let children = node.children.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+                for (a, b) in zip(children, children.dropFirst()) where a.name.utf8.elementsEqual(b.name.utf8) {
+                    throw FileIndexError(.invalidTree, "directory '\(node.name)' has two entries named '\(a.name)'")
+                }
+                data = UInt64(queue.count)
+                count = UInt32(children.count)
+                subdirectories = UInt32(children.count { $0.kind == .directory })
+                queue.append(contentsOf: children.map { ($0, number) })
+                guard queue.count <= Int(UInt32.max) else { throw FileIndexError(.invalidTree, "more than 2^32 entries") }
+            }
+            records.appendLE(parent)
+            records.append(contentsOf: [node.kind.rawValue, 0, 0, 0])
+            records.appendLE(node.permissions & 0o7777)
+            records.appendLE(UInt32(nameBytes.count))
+            records.appendLE(nameOffset)
+            records.appendLE(size)
+            records.appendLE(node.modificationTime.seconds)
+            records.appendLE(node.modificationTime.nanoseconds)
+            records.appendLE(pack)
+            records.appendLE(data)
+            records.appendLE(count)
+            records.appendLE(subdirectories)
+            // Free the subtree we just flattened; keeps peak memory near one copy of the tree.
+            queue[Int(number)].node.children = []
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(FileIndexLayout.headerSize + records.count + strings.count)
+        out.append(contentsOf: FileIndexLayout.magic)
+        out.appendLE(FileIndexLayout.version)
+        out.appendLE(UInt32(FileIndexLayout.recordSize))
+        out.appendLE(UInt32(queue.count))
+        out.appendLE(UInt32(packCount))
+        out.appendLE(UInt64(FileIndexLayout.headerSize))
+        out.appendLE(UInt64(records.count))
+        out.appendLE(UInt64(FileIndexLayout.headerSize + records.count))
+        out.appendLE(UInt64(strings.count))
+        out.appendLE(UInt64(0))
+        out.append(contentsOf: records)
+        out.append(contentsOf: strings)
+        return out
+    }
+
+    private static func check(name: String, bytes: [UInt8]) throws(FileIndexError) {
+        guard !bytes.isEmpty, name != ".", name != "..", !bytes.contains(UInt8(ascii: "/")), !bytes.contains(0) else {
+            throw FileIndexError(.invalidTree, "invalid entry name '\(name)' (empty, '.', '..', or containing '/' or NUL)")
+        }
+    }
+}

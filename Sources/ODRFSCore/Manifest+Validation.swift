@@ -1,0 +1,88 @@
+extension Manifest {
+    /// Checks every invariant the mount relies on; see ``ManifestError/Kind`` for the list.
+    func validate() throws(ManifestError) {
+        guard format == Manifest.currentFormat else {
+            throw ManifestError(.unsupportedFormat,
+                                "format \(format) is not supported (this odrfs reads format \(Manifest.currentFormat))")
+        }
+        guard chunkSize.value > 0 else {
+            throw ManifestError(.invalidChunkSize, "chunkSize must be positive, got \(chunkSize.value)")
+        }
+        if let problem = SafeRelativePath.problem(with: index.file) {
+            throw ManifestError(.unsafePath, "index file '\(index.file)' \(problem)")
+        }
+        guard index.bytes.value >= 0, index.entries >= 1 else {
+            throw ManifestError(.invalidSize, "index has \(index.bytes.value) bytes and \(index.entries) entries; needs at least the root entry")
+        }
+        guard let first = packs.first, first.id == .base else {
+            throw ManifestError(.missingBasePack, "packs[0] must be the base pack \"base\", found \(packs.first.map { "'\($0.id)'" } ?? "no packs")")
+        }
+        guard first.tags.isEmpty else {
+            throw ManifestError(.inconsistent, "the base pack must have no tags, has \(first.tags.map(\.name))")
+        }
+        let declaredTags = Set(tags.map(\.tag))
+        var seen = Set<PackID>()
+        for (position, pack) in packs.enumerated() {
+            try validate(pack: pack, at: position, declaredTags: declaredTags, previous: position > 0 ? packs[position - 1] : nil)
+            guard seen.insert(pack.id).inserted else {
+                throw ManifestError(.duplicatePack, "pack '\(pack.id)' appears twice")
+            }
+        }
+        try validateTags()
+        for (section, list) in [("initialInstall", initialInstall), ("prefetch", prefetch)] {
+            for tag in list where !declaredTags.contains(tag) {
+                throw ManifestError(.unknownTag, "\(section) names tag '\(tag)', which is not in tags")
+            }
+        }
+        let expected = Manifest.computeBundleVersion(index: index.sha256, packs: packs)
+        guard bundleVersion == expected else {
+            throw ManifestError(.inconsistent, "bundleVersion \(bundleVersion) does not match the index and pack hashes (expected \(expected))")
+        }
+    }
+
+    private func validate(pack: PackDescriptor, at position: Int, declaredTags: Set<Tag>,
+                          previous: PackDescriptor?) throws(ManifestError) {
+        if let problem = SafeRelativePath.problem(with: pack.file) {
+            throw ManifestError(.unsafePath, "pack '\(pack.id)' file '\(pack.file)' \(problem)")
+        }
+        guard pack.bytes.value >= 0, pack.files >= 0 else {
+            throw ManifestError(.invalidSize, "pack '\(pack.id)' has a negative size or file count")
+        }
+        let needed = (pack.bytes.value + chunkSize.value - 1) / chunkSize.value
+        guard Int64(pack.chunks.count) == needed else {
+            throw ManifestError(.chunkCountMismatch,
+                                "pack '\(pack.id)' has \(pack.chunks.count) chunk hashes but \(pack.bytes) needs \(needed)")
+        }
+        for tag in pack.tags where !declaredTags.contains(tag) {
+            throw ManifestError(.unknownTag, "pack '\(pack.id)' has tag '\(tag)', which is not in tags")
+        }
+        guard position == 0 || pack.id == PackID(tags: pack.tags), pack.tags == Array(Set(pack.tags)).sorted() else {
+            throw ManifestError(.inconsistent, "pack '\(pack.id)' does not match its tags \(pack.tags.map(\.name)) (expected id '\(PackID(tags: pack.tags))')")
+        }
+        if position > 1, let previous, !(previous.id < pack.id) {
+            throw ManifestError(.misplacedPack, "packs after the base pack must be sorted by id: '\(pack.id)' comes after '\(previous.id)'")
+        }
+        if position > 0, pack.tags.isEmpty {
+            throw ManifestError(.duplicatePack, "pack '\(pack.id)' has no tags; only the base pack may be untagged")
+        }
+    }
+
+    private func validateTags() throws(ManifestError) {
+        for (position, descriptor) in tags.enumerated() {
+            if let problem = descriptor.tag.validationProblem {
+                throw ManifestError(.invalidTag, "tag '\(descriptor.tag)': \(problem)")
+            }
+            if position > 0, !(tags[position - 1].tag < descriptor.tag) {
+                throw ManifestError(.inconsistent, "tags must be sorted and unique: '\(descriptor.tag)' comes after '\(tags[position - 1].tag)'")
+            }
+            guard (0...1).contains(descriptor.preservationPriority) else {
+                throw ManifestError(.priorityOutOfRange,
+                                    "tag '\(descriptor.tag)' has preservationPriority \(descriptor.preservationPriority), outside 0...1")
+            }
+            let holders = packs.filter { $0.tags.contains(descriptor.tag) }.map(\.id)
+            guard descriptor.packs == holders else {
+                throw ManifestError(.inconsistent, "tag '\(descriptor.tag)' lists packs \(descriptor.packs.map(\.rawValue)) but the packs holding it are \(holders.map(\.rawValue))")
+            }
+        }
+    }
+}

@@ -1,0 +1,97 @@
+import Crypto
+import Foundation
+
+/// The root of a dist dir: the small, human-readable `manifest.json` that names the bundle
+/// version, every pack (id, tags, file, size, hashes), the categories and priorities, and the
+/// file index. Everything else in the dist dir is content addressed and found through it.
+///
+/// ``decode(_:)`` validates the whole document so that the mount can trust it afterwards;
+/// ``encoded()`` is deterministic so that the same bundle yields the same bytes.
+public struct Manifest: Codable, Sendable, Equatable {
+    public static let currentFormat = 1
+    public static let fileName = "manifest.json"
+    /// Chunk size used by `odrfs build`.
+    public static let defaultChunkSize = ByteCount.mebibytes(1)
+
+    public var format: Int
+    /// SHA-256 over the index hash and every pack's id and hash (see ``computeBundleVersion(index:packs:)``):
+    /// identifies the immutable bundle version.
+    public var bundleVersion: ContentHash
+    public var chunkSize: ByteCount
+    public var index: IndexReference
+    /// `packs[0]` is always the base pack (id "base", no tags, possibly no files); the rest sorted by id.
+    public var packs: [PackDescriptor]
+    /// Sorted by tag.
+    public var tags: [TagDescriptor]
+    /// Tags made local before the mount reports ready.
+    public var initialInstall: [Tag]
+    /// Tags downloaded right after, in this order.
+    public var prefetch: [Tag]
+
+    public init(format: Int = Manifest.currentFormat, bundleVersion: ContentHash, chunkSize: ByteCount,
+                index: IndexReference, packs: [PackDescriptor], tags: [TagDescriptor],
+                initialInstall: [Tag], prefetch: [Tag]) {
+        self.format = format
+        self.bundleVersion = bundleVersion
+        self.chunkSize = chunkSize
+        self.index = index
+        self.packs = packs
+        self.tags = tags
+        self.initialInstall = initialInstall
+        self.prefetch = prefetch
+    }
+
+    /// The bundle version of a bundle with this index and these packs. Pack ids take part so that
+    /// two bundles whose packs hold the same bytes under different tag sets differ.
+    public static func computeBundleVersion(index: ContentHash, packs: [PackDescriptor]) -> ContentHash {
+        var text = "odrfs-bundle-v1\nindex \(index.hex)\n"
+        for pack in packs {
+            text += "pack \(pack.id.rawValue) \(pack.sha256.hex)\n"
+        }
+        return ContentHash.of(Array(text.utf8))
+    }
+
+    /// Parses and validates a manifest; every problem is reported with what and where.
+    public static func decode(_ data: Data) throws(ManifestError) -> Manifest {
+        let manifest: Manifest
+        do {
+            manifest = try JSONDecoder().decode(Manifest.self, from: data)
+        } catch let error as DecodingError {
+            throw ManifestError(decoding: error)
+        } catch {
+            throw ManifestError(.syntax, "not valid JSON: \(error)")
+        }
+        try manifest.validate()
+        return manifest
+    }
+
+    /// Deterministic JSON: sorted keys, pretty printed, slashes unescaped.
+    public func encoded() -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        // Every field is a plain value type whose encoding cannot fail.
+        // swiftlint:disable:next force_try
+        var data = try! encoder.encode(self)
+        data.append(UInt8(ascii: "\n"))
+        return data
+    }
+
+    /// The pack at `number`; traps when out of range, like an array subscript.
+    public func pack(_ number: PackNumber) -> PackDescriptor {
+        packs[Int(number.rawValue)]
+    }
+
+    public func packNumber(of id: PackID) -> PackNumber? {
+        packs.firstIndex { $0.id == id }.map { PackNumber(UInt32($0)) }
+    }
+
+    /// Every pack whose tag set contains `tag`, in manifest order.
+    public func packs(for tag: Tag) -> [PackNumber] {
+        packs.indices.filter { packs[$0].tags.contains(tag) }.map { PackNumber(UInt32($0)) }
+    }
+
+    /// The tag's preservation priority, 0 when the tag is unknown.
+    public func preservationPriority(of tag: Tag) -> Double {
+        tags.first { $0.tag == tag }?.preservationPriority ?? 0
+    }
+}

@@ -1,0 +1,62 @@
+/// One pack as the manifest describes it: which tag set it holds, where its file is in the dist
+/// dir, and the hashes that let a fetcher verify it whole and chunk by chunk.
+public struct PackDescriptor: Codable, Sendable, Equatable {
+    /// `PackID(tags: tags)`; "base" for the untagged files.
+    public var id: PackID
+    /// The exact tag set of every file in this pack, sorted.
+    public var tags: [Tag]
+    /// Path relative to the dist dir, content addressed: "packs/<sha256hex>.tar".
+    public var file: String
+    /// Size of the pack file.
+    public var bytes: ByteCount
+    /// SHA-256 of the whole pack file.
+    public var sha256: ContentHash
+    /// SHA-256 of each `Manifest.chunkSize` slice of the pack file; the last slice may be shorter.
+    public var chunks: [ContentHash]
+    /// Number of regular files in the pack.
+    public var files: Int
+
+    public init(id: PackID, tags: [Tag], file: String, bytes: ByteCount, sha256: ContentHash,
+                chunks: [ContentHash], files: Int) {
+        self.id = id
+        self.tags = tags
+        self.file = file
+        self.bytes = bytes
+        self.sha256 = sha256
+        self.chunks = chunks
+        self.files = files
+    }
+}
+
+/// Where the manifest finds the bundle's file index (see ``FileIndex``).
+public struct IndexReference: Codable, Sendable, Equatable {
+    /// Path relative to the dist dir, content addressed: "index/<sha256hex>.odrx".
+    public var file: String
+    public var bytes: ByteCount
+    public var sha256: ContentHash
+    /// Number of entries (directories, files and symlinks, the root included).
+    public var entries: Int
+
+    public init(file: String, bytes: ByteCount, sha256: ContentHash, entries: Int) {
+        self.file = file
+        self.bytes = bytes
+        self.sha256 = sha256
+        self.entries = entries
+    }
+}
+
+/// A tag's metadata: how reluctantly its packs are purged, and every pack that holds files
+/// carrying it (a tag request must make all of them local).
+public struct TagDescriptor: Codable, Sendable, Equatable {
+    public var tag: Tag
+    /// 0...1, default 0 as in ODR; under disk pressure lower priority is purged first.
+    public var preservationPriority: Double
+    /// Every pack whose tag set contains `tag`, in manifest order.
+    public var packs: [PackID]
+
+    public init(tag: Tag, preservationPriority: Double = 0, packs: [PackID]) {
+        self.tag = tag
+        self.preservationPriority = preservationPriority
+        self.packs = packs
+    }
+}
