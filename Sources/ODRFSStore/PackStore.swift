@@ -76,7 +76,8 @@ public final class PackStore: Sendable {
     /// A new, empty file under `tmp/` for a download in progress.
     public func makeTemporaryFile(label: String) throws(StoreError) -> TemporaryFile {
         var template = Array("\(layout.temporaryDirectory)/\(label).XXXXXX".utf8CString)
-        let fd = template.withUnsafeMutableBufferPointer { mkostemp($0.baseAddress!, O_CLOEXEC) }
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        if fd >= 0 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         guard fd >= 0 else { throw StoreError.system("cannot create temporary file in", path: layout.temporaryDirectory) }
         let path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
         return TemporaryFile(path: path, descriptor: fd)

@@ -1,0 +1,118 @@
+import Foundation
+import ODRFSCore
+import ODRFSMount
+import Testing
+
+/// One test's world: a source tree, its dist dir, a cache and a mountpoint, all in a
+/// fresh temp dir; the mount is always torn down (unmounted lazily, daemon killed by
+/// PID) when the fixture goes away, so a failing test cannot leave a mount behind.
+final class MountFixture {
+    let root: String
+    var source: String { root + "/source" }
+    var dist: String { root + "/dist" }
+    var cache: String { root + "/cache" }
+    var mountpoint: String { root + "/mnt" }
+    private var mountedAt: [String] = []
+
+    /// The built `odrfs` executable, next to this test bundle.
+    static var binary: String {
+        if let explicit = ProcessInfo.processInfo.environment["ODRFS_BINARY"] { return explicit }
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        return ((executable as NSString).deletingLastPathComponent as NSString).appendingPathComponent("odrfs")
+    }
+
+    init() throws {
+        if let problem = FUSEAvailability.problem {
+            Issue.record("FUSE is not usable: \(problem)")
+            throw CancellationError()
+        }
+        var template = Array("/tmp/odrfs-mount-test.XXXXXX".utf8CString)
+        guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
+            throw CocoaError(.fileWriteUnknown)
+        }
+        root = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+    }
+
+    /// Writes the standard test bundle and builds it into `dist`.
+    func buildTestBundle() throws {
+        try TestBundle.write(to: source)
+        let result = try odrfs(["build", source, "-o", dist])
+        #expect(result.status == 0, "odrfs build failed: \(result.stderr)")
+    }
+
+    /// Runs the `odrfs` binary.
+    func odrfs(_ arguments: [String], timeout: Duration = .seconds(60)) throws -> CommandResult {
+        try Command.run(Self.binary, arguments, timeout: timeout)
+    }
+
+    /// Mounts `dist` (daemonized) and expects success.
+    func mount(at mountpoint: String? = nil, extra: [String] = []) throws {
+        let target = mountpoint ?? self.mountpoint
+        let result = try odrfs(["mount", dist, target, "--cache", cache] + extra)
+        try #require(result.status == 0, "odrfs mount failed: \(result.stderr)\n\(log)")
+        mountedAt.append(target)
+    }
+
+    func unmount(_ mountpoint: String? = nil) throws -> CommandResult {
+        let target = mountpoint ?? self.mountpoint
+        let result = try odrfs(["unmount", target])
+        if result.status == 0 { mountedAt.removeAll { $0 == target } }
+        return result
+    }
+
+    /// The mount daemon's PID, from its runtime directory.
+    func daemonPID(_ mountpoint: String? = nil) -> pid_t? {
+        let target = realpath(mountpoint ?? self.mountpoint, nil).map { pointer in
+            defer { free(pointer) }
+            return String(cString: pointer)
+        } ?? (mountpoint ?? self.mountpoint)
+        return RuntimeDirectory(mountpoint: target).daemonPID()
+    }
+
+    var manifest: Manifest {
+        get throws { try Manifest.decode(Data(contentsOf: URL(fileURLWithPath: dist + "/manifest.json"))) }
+    }
+
+    /// Pack files in the cache, by content address.
+    var cachedPackFiles: Set<String> {
+        Set((try? FileManager.default.contentsOfDirectory(atPath: cache + "/packs")) ?? [])
+    }
+
+    func cacheFileName(of id: String) throws -> String {
+        let pack = try #require(try manifest.packs.first { $0.id.rawValue == id })
+        return (pack.file as NSString).lastPathComponent
+    }
+
+    /// `.odrfs/status` parsed into rows keyed by pack id (columns split on whitespace).
+    func status() throws -> [String: [String]] {
+        let text = try String(contentsOfFile: mountpoint + "/.odrfs/status", encoding: .utf8)
+        var rows: [String: [String]] = [:]
+        for line in text.split(separator: "\n").dropFirst() where !line.hasPrefix("total:") {
+            let columns = line.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+            if let id = columns.first { rows[id] = columns }
+        }
+        return rows
+    }
+
+    /// A pack's state column ("not-downloaded", "downloaded", "in-use", "downloading(…)").
+    func state(of pack: String) throws -> String? { try status()[pack]?[2] }
+    func retains(of pack: String) throws -> Int? { try status()[pack].flatMap { Int($0[4]) } }
+    func fetches(of pack: String) throws -> Int? { try status()[pack].flatMap { Int($0[5]) } }
+
+    var log: String {
+        (try? String(contentsOfFile: cache + "/odrfs.log", encoding: .utf8)) ?? "(no log)"
+    }
+
+    deinit {
+        for target in mountedAt {
+            let pid = daemonPID(target)
+            _ = try? Command.run("/usr/bin/fusermount3", ["-u", "-z", target], timeout: .seconds(10))
+            if let pid {
+                kill(pid, SIGTERM)
+                if !eventually(timeout: .seconds(5), { kill(pid, 0) != 0 }) { kill(pid, SIGKILL) }
+            }
+        }
+        _ = try? Command.run("/bin/rm", ["-rf", root], timeout: .seconds(30))
+    }
+}

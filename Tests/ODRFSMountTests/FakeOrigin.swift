@@ -1,0 +1,114 @@
+import Foundation
+import ODRFSCore
+import ODRFSFetch
+import Synchronization
+
+/// A gate that downloads wait on until the test opens it.
+final class Gate: Sendable {
+    private let state = Mutex<(isOpen: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    init(open: Bool = false) {
+        state.withLock { $0.isOpen = open }
+    }
+
+    func wait() async {
+        await withCheckedContinuation { continuation in
+            let resumeNow = state.withLock { state -> Bool in
+                if state.isOpen { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
+    }
+
+    func open() {
+        let waiters = state.withLock { state in
+            state.isOpen = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        waiters.forEach { $0.resume() }
+    }
+}
+
+/// An in-memory origin whose files, failures and speed the test controls, and
+/// which counts the downloads it serves.
+final class FakeOrigin: Origin {
+    private let state = Mutex<(files: [String: [UInt8]], downloads: [String: Int], started: Int)>(([:], [:], 0))
+    let gate: Gate
+
+    init(files: [String: [UInt8]], gate: Gate = Gate(open: true)) {
+        self.gate = gate
+        state.withLock { $0.files = files }
+    }
+
+    var displayName: String { "fake-origin" }
+
+    func setFile(_ path: String, _ bytes: [UInt8]?) {
+        state.withLock { $0.files[path] = bytes }
+    }
+
+    func downloads(of path: String) -> Int {
+        state.withLock { $0.downloads[path] ?? 0 }
+    }
+
+    /// Downloads that reached the origin, finished or not.
+    var startedDownloads: Int { state.withLock { $0.started } }
+
+    func data(at path: String, limit: ByteCount) async throws(FetchError) -> Data {
+        guard let bytes = state.withLock({ $0.files[path] }) else { throw FetchError(.notFound, "no \(path)") }
+        return Data(bytes)
+    }
+
+    func download(_ path: String, expectedBytes: ByteCount, into consume: (UnsafeRawBufferPointer) throws(FetchError) -> Void) async throws(FetchError) {
+        state.withLock { $0.started += 1 }
+        await gate.wait()
+        guard let bytes = state.withLock({ state -> [UInt8]? in
+            state.downloads[path, default: 0] += 1
+            return state.files[path]
+        }) else {
+            throw FetchError(.notFound, "no \(path) on the fake origin")
+        }
+        // Two pieces, so verification sees a stream rather than one buffer.
+        let middle = bytes.count / 2
+        try bytes[..<middle].withUnsafeBytes { (buffer: UnsafeRawBufferPointer) throws(FetchError) in try consume(buffer) }
+        try bytes[middle...].withUnsafeBytes { (buffer: UnsafeRawBufferPointer) throws(FetchError) in try consume(buffer) }
+    }
+}
+
+/// Builds a manifest whose packs are arbitrary byte strings (the resource manager
+/// never looks inside a pack), plus the origin files that go with it.
+struct SyntheticBundle {
+    var manifest: Manifest
+    var files: [String: [UInt8]]
+
+    static let chunkSize = ByteCount(4096)
+
+    init(packContents: [(PackID, [UInt8])]) {
+        var packs: [PackDescriptor] = []
+        var files: [String: [UInt8]] = [:]
+        for (id, bytes) in packContents {
+            var hasher = ChunkHasher(chunkSize: Self.chunkSize)
+            hasher.update(bytes)
+            let digests = hasher.finalize()
+            let file = "packs/\(digests.sha256.hex).tar"
+            let tags = id == .base ? [] : id.rawValue.split(separator: "+").map { Tag(String($0)) }
+            packs.append(PackDescriptor(id: id, tags: tags, file: file, bytes: digests.bytes, sha256: digests.sha256, chunks: digests.chunks, files: 1))
+            files[file] = bytes
+        }
+        let indexHash = ContentHash(hex: String(repeating: "0", count: 64))!
+        let index = IndexReference(file: "index/\(indexHash.hex).odrx", bytes: ByteCount(0), sha256: indexHash, entries: 1)
+        let tagNames = Set(packs.flatMap(\.tags)).sorted()
+        let tags = tagNames.map { tag in TagDescriptor(tag: tag, packs: packs.filter { $0.tags.contains(tag) }.map(\.id)) }
+        manifest = Manifest(
+            bundleVersion: Manifest.computeBundleVersion(index: indexHash, packs: packs), chunkSize: Self.chunkSize,
+            index: index, packs: packs, tags: tags, initialInstall: [], prefetch: []
+        )
+        self.files = files
+    }
+
+    static func bytes(_ count: Int, seed: UInt8) -> [UInt8] {
+        (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ Int(seed)) }
+    }
+}

@@ -1,0 +1,174 @@
+import Foundation
+import Logging
+import ODRFSCore
+import ODRFSFetch
+@testable import ODRFSMount
+import ODRFSStore
+import Testing
+
+@Suite("ResourceManager")
+struct ResourceManagerTests {
+    let bundle = SyntheticBundle(packContents: [
+        (.base, SyntheticBundle.bytes(100, seed: 1)),
+        (PackID("Level1"), SyntheticBundle.bytes(10_000, seed: 2)),
+        (PackID("Level1+Level2"), SyntheticBundle.bytes(5_000, seed: 3)),
+    ])
+    let level1 = PackNumber(1)
+
+    func makeManager(origin: FakeOrigin, cache: String, clock: @escaping @Sendable () -> Date = Date.init) throws -> ResourceManager {
+        let logger = Logger(label: "test")
+        let store = try PackStore(root: cache, logger: logger)
+        let downloader = PackDownloader(origin: origin, store: store, chunkSize: bundle.manifest.chunkSize, logger: logger)
+        return ResourceManager(manifest: bundle.manifest, store: store, downloader: downloader, logger: logger, clock: clock)
+    }
+
+    @Test("32 concurrent retains of a remote pack cause exactly one download")
+    func singleFlight() async throws {
+        let cache = try TemporaryDirectory()
+        let origin = FakeOrigin(files: bundle.files, gate: Gate())
+        let manager = try makeManager(origin: origin, cache: cache.path)
+        #expect(manager.state(of: level1) == .notDownloaded)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<32 {
+                group.addTask { try await manager.retain(level1) }
+            }
+            try await waitUntil { origin.startedDownloads == 1 }
+            #expect(manager.state(of: level1) == .downloading)
+            origin.gate.open()
+            try await group.waitForAll()
+        }
+        #expect(origin.downloads(of: bundle.manifest.pack(level1).file) == 1)
+        #expect(manager.state(of: level1) == .inUse)
+        #expect(manager.status()[1].retainCount == 32)
+        for _ in 0..<32 { manager.release(level1) }
+        #expect(manager.state(of: level1) == .downloaded)
+        #expect(FileManager.default.contents(atPath: manager.path(of: level1)) == Data(bundle.files[bundle.manifest.pack(level1).file]!))
+    }
+
+    @Test("a cancelled waiter leaves; the download goes on for the others")
+    func cancelledWaiter() async throws {
+        let cache = try TemporaryDirectory()
+        let origin = FakeOrigin(files: bundle.files, gate: Gate())
+        let manager = try makeManager(origin: origin, cache: cache.path)
+        let first = Task { try await manager.retain(level1) }
+        let second = Task { try await manager.retain(level1) }
+        try await waitUntil { origin.startedDownloads == 1 }
+        first.cancel()
+        await #expect(throws: FetchError.self) { try await first.value }
+        #expect(manager.state(of: level1) == .downloading)
+        origin.gate.open()
+        try await second.value
+        #expect(manager.status()[1].retainCount == 1)
+        #expect(origin.downloads(of: bundle.manifest.pack(level1).file) == 1)
+    }
+
+    @Test("a corrupt pack is never published, and the next retain tries again")
+    func corruptPackRetries() async throws {
+        let cache = try TemporaryDirectory()
+        let file = bundle.manifest.pack(level1).file
+        let good = bundle.files[file]!
+        var bad = good
+        bad[bad.count / 2] ^= 0xFF
+        let origin = FakeOrigin(files: bundle.files)
+        origin.setFile(file, bad)
+        let manager = try makeManager(origin: origin, cache: cache.path)
+        do {
+            try await manager.retain(level1)
+            Issue.record("a corrupt pack was accepted")
+        } catch {
+            #expect(error.kind == .corrupt)
+        }
+        #expect(manager.state(of: level1) == .notDownloaded)
+        #expect(manager.status()[1].retainCount == 0)
+        #expect(!FileManager.default.fileExists(atPath: manager.path(of: level1)))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: cache.path + "/tmp").isEmpty)
+
+        // Truncated is corrupt too.
+        origin.setFile(file, Array(good.prefix(good.count - 1)))
+        await #expect(throws: FetchError.self) { try await manager.retain(level1) }
+
+        origin.setFile(file, good)
+        try await manager.retain(level1)
+        #expect(manager.state(of: level1) == .inUse)
+        #expect(origin.downloads(of: file) == 3)
+    }
+
+    @Test("a missing pack on the origin fails clearly")
+    func missingPack() async throws {
+        let cache = try TemporaryDirectory()
+        let origin = FakeOrigin(files: [:])
+        let manager = try makeManager(origin: origin, cache: cache.path)
+        do {
+            try await manager.retain(level1)
+            Issue.record("retain succeeded without a pack")
+        } catch {
+            #expect(error.kind == .notFound)
+            #expect(error.message.contains(bundle.manifest.pack(level1).file))
+        }
+    }
+
+    @Test("retain counts never go negative and opening counts as an access")
+    func retainAccounting() async throws {
+        let cache = try TemporaryDirectory()
+        let origin = FakeOrigin(files: bundle.files)
+        let now = Mutex(Date(timeIntervalSince1970: 1_000))
+        let manager = try makeManager(origin: origin, cache: cache.path, clock: { now.withLock { $0 } })
+        #expect(!manager.retainIfLocal(level1))
+        try await manager.makeLocal(level1)
+        #expect(manager.state(of: level1) == .downloaded)
+        #expect(manager.status()[1].lastAccess == nil)
+        manager.release(level1)
+        #expect(manager.status()[1].retainCount == 0)
+        now.withLock { $0 = Date(timeIntervalSince1970: 2_000) }
+        #expect(manager.retainIfLocal(level1))
+        #expect(manager.status()[1].lastAccess == Date(timeIntervalSince1970: 2_000))
+        #expect(manager.state(of: level1) == .inUse)
+        manager.release(level1)
+        #expect(manager.state(of: level1) == .downloaded)
+    }
+
+    @Test("packs already in the cache are local at startup; no download happens")
+    func cacheSurvivesRestart() async throws {
+        let cache = try TemporaryDirectory()
+        let origin = FakeOrigin(files: bundle.files)
+        do {
+            let manager = try makeManager(origin: origin, cache: cache.path)
+            try await manager.makeLocal(level1)
+        }
+        let restarted = try makeManager(origin: origin, cache: cache.path)
+        #expect(restarted.state(of: level1) == .downloaded)
+        #expect(restarted.state(of: PackNumber(2)) == .notDownloaded)
+        #expect(origin.downloads(of: bundle.manifest.pack(level1).file) == 1)
+    }
+}
+
+import Synchronization
+
+/// Polls `condition` every few milliseconds for at most `timeout`.
+func waitUntil(timeout: Duration = .seconds(10), _ condition: () -> Bool) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while !condition() {
+        guard ContinuousClock.now < deadline else {
+            Issue.record("condition not met within \(timeout)")
+            return
+        }
+        try await Task.sleep(for: .milliseconds(5))
+    }
+}
+
+/// A directory removed at the end of the test.
+final class TemporaryDirectory: Sendable {
+    let path: String
+
+    init() throws {
+        var template = Array((NSTemporaryDirectory() + "/odrfs-test.XXXXXX").utf8CString)
+        guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
+            throw CocoaError(.fileWriteUnknown)
+        }
+        path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(atPath: path)
+    }
+}
