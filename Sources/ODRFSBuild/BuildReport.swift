@@ -1,0 +1,52 @@
+import Foundation
+import ODRFSCore
+
+/// What `odrfs build` produced: one row per pack, totals and warnings.
+public struct BuildReport: Sendable, Equatable {
+    /// One pack of the bundle.
+    public struct Row: Sendable, Equatable {
+        public var id: PackID
+        public var tags: [ODRFSCore.Tag]
+        public var files: Int
+        /// Size of the pack file, i.e. what a download of it costs.
+        public var bytes: ByteCount
+    }
+
+    public var distDir: String
+    public var bundleVersion: ContentHash
+    /// In manifest order: base first.
+    public var rows: [Row]
+    /// Directories, files and symlinks in the index, the root included.
+    public var indexEntries: Int
+    public var warnings: [String]
+
+    public var totalFiles: Int { rows.reduce(0) { $0 + $1.files } }
+    public var totalBytes: ByteCount { rows.reduce(ByteCount.zero) { $0 + $1.bytes } }
+
+    /// Aligned columns (PACK, TAGS, FILES, BYTES), then a totals line.
+    public func table() -> String {
+        let header = ["PACK", "TAGS", "FILES", "BYTES"]
+        let cells = rows.map { row in
+            [row.id.rawValue, row.tags.isEmpty ? "-" : row.tags.map(\.name).joined(separator: ", "),
+             String(row.files), row.bytes.description]
+        }
+        var widths = header.map(\.count)
+        for line in cells {
+            for (column, cell) in line.enumerated() { widths[column] = max(widths[column], cell.count) }
+        }
+        func render(_ line: [String]) -> String {
+            let pack = line[0].padding(toLength: widths[0], withPad: " ", startingAt: 0)
+            let tags = line[1].padding(toLength: widths[1], withPad: " ", startingAt: 0)
+            // Numbers are right-aligned so that magnitudes line up.
+            let files = String(repeating: " ", count: widths[2] - line[2].count) + line[2]
+            let bytes = String(repeating: " ", count: widths[3] - line[3].count) + line[3]
+            return "\(pack)  \(tags)  \(files)  \(bytes)"
+        }
+        var lines = [render(header)] + cells.map(render)
+        lines = lines.map { String($0.reversed().drop { $0 == " " }.reversed()) }
+        let packs = rows.count == 1 ? "1 pack" : "\(rows.count) packs"
+        let files = totalFiles == 1 ? "1 file" : "\(totalFiles) files"
+        lines.append("total: \(packs), \(files), \(totalBytes), bundle version \(bundleVersion.hex.prefix(12))")
+        return lines.joined(separator: "\n") + "\n"
+    }
+}

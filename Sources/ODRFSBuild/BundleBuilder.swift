@@ -1,0 +1,156 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Logging
+import ODRFSCore
+
+/// `odrfs build`: tag spec → pack plan → dist dir.
+///
+/// 1. Load the spec (`--spec`, else `odr.yaml` at the root, else no tags at all).
+/// 2. Scan the resource root with lstat, sorted by name bytes.
+/// 3. Plan packs by exact tag set; base first.
+/// 4. Write every pack (`packs/<sha256>.tar`), the file index (`index/<sha256>.odrx`) and
+///    `manifest.json` into a temporary sibling of the output, then rename it into place.
+///
+/// Output is a pure function of the input tree and spec: no build-machine time, user or order
+/// leaks in, so the same input gives a byte-identical dist dir. On any error the temporary
+/// directory is removed and an existing output is left untouched.
+public struct BundleBuilder: Sendable {
+    /// Apple's advice for asset packs: warn above 512 MiB, 64 MiB recommended.
+    public static let packSizeWarning = ByteCount.mebibytes(512)
+    public static let recommendedPackSize = ByteCount.mebibytes(64)
+
+    public let resourceRoot: String
+    public let specPath: String?
+    public let logger: Logger
+    public var chunkSize: ByteCount = Manifest.defaultChunkSize
+
+    public init(resourceRoot: String, specPath: String? = nil, logger: Logger) {
+        self.resourceRoot = resourceRoot
+        self.specPath = specPath
+        self.logger = logger
+    }
+
+    public func build(into distDir: String) throws(BuildError) -> BuildReport {
+        let root = Self.trimmed(resourceRoot)
+        let output = try OutputDirectory(path: Self.trimmed(distDir), resourceRoot: root)
+        try output.checkReplaceable()
+        var warnings: [String] = []
+        let (spec, specRelative) = try loadSpec(root: root, warnings: &warnings)
+        let tree = try ResourceScanner(root: root, skippedPath: specRelative).scan()
+        let plan = PackPlan(tree: tree, spec: spec)
+        warnings += plan.warnings
+
+        let staging = try output.makeStagingDirectory()
+        do {
+            let (manifest, rows, entries) = try write(tree: tree, root: root, plan: plan, spec: spec, into: staging, warnings: &warnings)
+            try output.publish(staging)
+            for warning in warnings { logger.warning("build warning", metadata: ["warning": "\(warning)"]) }
+            logger.info("bundle built", metadata: ["dist": "\(output.path)", "bundle.version": "\(manifest.bundleVersion)",
+                                                   "packs": "\(rows.count)"])
+            return BuildReport(distDir: output.path, bundleVersion: manifest.bundleVersion, rows: rows,
+                               indexEntries: entries, warnings: warnings)
+        } catch {
+            POSIXFile.removeTree(staging)
+            throw error
+        }
+    }
+
+    private func loadSpec(root: String, warnings: inout [String]) throws(BuildError) -> (TagSpec, String?) {
+        let path = specPath ?? root + "/" + TagSpec.defaultFileName
+        if specPath == nil, access(path, F_OK) != 0 {
+            warnings.append("no \(TagSpec.defaultFileName) in '\(root)': every file goes into the base pack")
+            return (.empty, nil)
+        }
+        let spec: TagSpec
+        do { spec = try TagSpec.load(from: path) } catch { throw BuildError(spec: error) }
+        return (spec, Self.relativePath(of: path, under: root))
+    }
+
+    private func write(tree: ResourceTree, root: String, plan: PackPlan, spec: TagSpec, into staging: String,
+                       warnings: inout [String]) throws(BuildError) -> (Manifest, [BuildReport.Row], Int) {
+        for directory in ["packs", "index"] {
+            do { try POSIXFile.makeDirectory(staging + "/" + directory) } catch { throw BuildError.io(error, "create", staging + "/" + directory) }
+        }
+        let writer = PackFileWriter(resourceRoot: root, chunkSize: chunkSize)
+        var descriptors: [PackDescriptor] = []
+        var rows: [BuildReport.Row] = []
+        var placements: [String: PackFileWriter.Placement] = [:]
+        placements.reserveCapacity(tree.files.count)
+        for (position, pack) in plan.packs.enumerated() {
+            let partial = staging + "/packs/.partial-\(position)"
+            let result = try writer.write(files: pack.files.map { tree.files[$0] }, number: PackNumber(UInt32(position)), to: partial)
+            let file = "packs/\(result.digests.sha256.hex).tar"
+            do { try POSIXFile.rename(partial, staging + "/" + file) } catch { throw BuildError.io(error, "rename", partial) }
+            for (path, placement) in result.placements { placements[path] = placement }
+            descriptors.append(PackDescriptor(id: pack.id, tags: pack.tags, file: file, bytes: result.digests.bytes,
+                                              sha256: result.digests.sha256, chunks: result.digests.chunks, files: pack.files.count))
+            rows.append(BuildReport.Row(id: pack.id, tags: pack.tags, files: pack.files.count, bytes: result.digests.bytes))
+            if result.digests.bytes > Self.packSizeWarning {
+                warnings.append("pack '\(pack.id)' is \(result.digests.bytes), above the \(Self.packSizeWarning) limit (\(Self.recommendedPackSize) recommended); split its tags")
+            }
+            logger.debug("pack written", metadata: ["pack.id": "\(pack.id)", "pack.bytes": "\(result.digests.bytes.value)"])
+        }
+
+        let indexBytes: [UInt8]
+        do {
+            indexBytes = try FileIndexWriter(packCount: descriptors.count).encode(root: Self.place(tree.root, path: "", placements))
+        } catch {
+            throw BuildError(.io, path: nil, "cannot encode the file index: \(error)")
+        }
+        let indexHash = ContentHash.of(indexBytes)
+        let indexFile = "index/\(indexHash.hex).\(FileIndex.fileExtension)"
+        do { try POSIXFile.writeFile(staging + "/" + indexFile, indexBytes) } catch { throw BuildError.io(error, "write", staging + "/" + indexFile) }
+
+        let tags = spec.rules.map { rule in
+            TagDescriptor(tag: rule.tag, preservationPriority: spec.preservation[rule.tag] ?? 0,
+                          packs: descriptors.filter { $0.tags.contains(rule.tag) }.map(\.id))
+        }
+        let index = IndexReference(file: indexFile, bytes: ByteCount(Int64(indexBytes.count)), sha256: indexHash,
+                                   entries: tree.allPaths.count + 1)
+        let manifest = Manifest(bundleVersion: Manifest.computeBundleVersion(index: indexHash, packs: descriptors),
+                                chunkSize: chunkSize, index: index, packs: descriptors, tags: tags,
+                                initialInstall: spec.initialInstall, prefetch: spec.prefetch)
+        let path = staging + "/" + Manifest.fileName
+        do { try POSIXFile.writeFile(path, Array(manifest.encoded())) } catch { throw BuildError.io(error, "write", path) }
+        return (manifest, rows, index.entries)
+    }
+
+    /// The tree with every file's pack and content offset filled in.
+    private static func place(_ node: FileIndexWriter.Node, path: String,
+                              _ placements: [String: PackFileWriter.Placement]) -> FileIndexWriter.Node {
+        var node = node
+        switch node.kind {
+        case .regularFile:
+            let placement = placements[path]
+            node.pack = placement?.pack
+            node.dataOffset = placement?.dataOffset ?? 0
+        case .directory:
+            node.children = node.children.map { place($0, path: path.isEmpty ? $0.name : path + "/" + $0.name, placements) }
+        case .symlink:
+            break
+        }
+        return node
+    }
+
+    static func trimmed(_ path: String) -> String {
+        var path = path
+        while path.count > 1 && path.hasSuffix("/") { path.removeLast() }
+        return path
+    }
+
+    /// `path` relative to `root` when it lies inside it (compared after resolving both).
+    static func relativePath(of path: String, under root: String) -> String? {
+        guard let real = realPath(path), let realRoot = realPath(root) else { return nil }
+        let prefix = realRoot.hasSuffix("/") ? realRoot : realRoot + "/"
+        return real.hasPrefix(prefix) ? String(real.dropFirst(prefix.count)) : nil
+    }
+
+    static func realPath(_ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+}

@@ -1,0 +1,81 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import ODRFSCore
+
+/// Writes one pack as a tar file, hashing every byte on its way out (whole file and chunks), and
+/// records where each file's content starts. Source files are streamed, never loaded whole.
+struct PackFileWriter {
+    /// Where a file's bytes ended up.
+    struct Placement: Sendable {
+        var pack: PackNumber
+        var dataOffset: UInt64
+    }
+
+    struct Result {
+        var digests: ChunkHasher.Digests
+        var placements: [(path: String, placement: Placement)]
+    }
+
+    let resourceRoot: String
+    let chunkSize: ByteCount
+
+    func write(files: [ScannedFile], number: PackNumber, to path: String) throws(BuildError) -> Result {
+        let out: Int32
+        do { out = try POSIXFile.create(path) } catch { throw BuildError.io(error, "create pack file", path) }
+        defer { close(out) }
+        var tar = TarWriter()
+        var hasher = ChunkHasher(chunkSize: chunkSize)
+        var placements: [(String, Placement)] = []
+        placements.reserveCapacity(files.count)
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+
+        func emit(_ bytes: UnsafeRawBufferPointer) throws(BuildError) {
+            hasher.update(bytes)
+            do { try POSIXFile.writeAll(out, bytes) } catch { throw BuildError.io(error, "write pack file", path) }
+        }
+        func emit(_ bytes: [UInt8]) throws(BuildError) {
+            let result = bytes.withUnsafeBytes { b in Swift.Result { () throws(BuildError) in try emit(b) } }
+            try result.get()
+        }
+
+        for file in files {
+            let source = resourceRoot + "/" + file.path
+            let input = open(source, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+            guard input >= 0 else {
+                let error = SystemCallError("open")
+                throw BuildError(.unreadable, path: source, "cannot read '\(source)': \(error.reason)")
+            }
+            defer { close(input) }
+            let (header, contentOffset) = tar.beginFile(path: file.path, size: file.size, permissions: file.permissions,
+                                                       modificationTime: file.modificationTime)
+            try emit(header)
+            var remaining = file.size
+            while true {
+                let n = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    let error = SystemCallError("read")
+                    throw BuildError(.unreadable, path: source, "cannot read '\(source)': \(error.reason)")
+                }
+                if n == 0 { break }
+                // The header already promised `size` bytes; a file that grows cannot be packed faithfully.
+                guard UInt64(n) <= remaining else { throw changed(source) }
+                remaining -= UInt64(n)
+                let result = buffer.withUnsafeBytes { b in Swift.Result { () throws(BuildError) in try emit(UnsafeRawBufferPointer(rebasing: b[0..<n])) } }
+                try result.get()
+            }
+            guard remaining == 0 else { throw changed(source) }
+            try emit(tar.endFile())
+            placements.append((file.path, Placement(pack: number, dataOffset: contentOffset)))
+        }
+        try emit(tar.finish())
+        return Result(digests: hasher.finalize(), placements: placements)
+    }
+
+    private func changed(_ source: String) -> BuildError {
+        BuildError(.io, path: source, "'\(source)' changed size while it was being packed; build again when the resource directory is quiet")
+    }
+}
