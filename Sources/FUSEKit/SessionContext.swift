@@ -1,0 +1,79 @@
+import CFuse3
+import Glibc
+import Logging
+import Synchronization
+
+/// Everything a libfuse callback needs, recovered from the session's userdata
+/// pointer (`fuse_req_userdata`): the filesystem, the logger, the registry of
+/// deferred requests and the gate that stops replies after teardown.
+///
+/// Lifetime: `FUSESession` passes it retained (`Unmanaged.passRetained`) as
+/// libfuse's userdata and releases it after `fuse_session_destroy`; requests
+/// and deferred requests hold it strongly, so it outlives any late reply,
+/// which the closed gate then turns into a no-op.
+final class SessionContext: Sendable {
+    let fileSystem: any FUSEFileSystem
+    let logger: Logger
+    let gate = ReplyGate()
+    let registry = RequestRegistry()
+    private let destroyed = Atomic<Bool>(false)
+
+    init(fileSystem: any FUSEFileSystem, logger: Logger) {
+        self.fileSystem = fileSystem
+        self.logger = logger
+    }
+
+    /// Recovers the context from a request; valid for every request of a live session.
+    static func of(_ request: fuse_req_t) -> SessionContext {
+        Unmanaged<SessionContext>.fromOpaque(fuse_req_userdata(request)!).takeUnretainedValue()
+    }
+
+    /// Runs one libfuse reply call unless the session is gone.
+    /// `reply` returns libfuse's result: 0 or a negative errno.
+    func send(_ request: fuse_req_t, operation: StaticString, _ reply: (fuse_req_t) -> Int32) {
+        guard gate.enter() else {
+            logger.debug("Reply after session teardown ignored", metadata: ["fuse.op": "\(operation)"])
+            return
+        }
+        let result = reply(request)
+        gate.leave()
+        // -ENOENT means the kernel gave up on the request (interrupted); that is normal.
+        if result < 0, result != -ENOENT {
+            logger.warning(
+                "Sending a FUSE reply failed",
+                metadata: ["fuse.op": "\(operation)", "errno": "\(Errno(-result))"]
+            )
+        }
+    }
+
+    /// Logs and answers a request that was dropped without a reply.
+    func replyDropped(_ request: fuse_req_t, operation: StaticString) {
+        guard !gate.isClosed else { return }
+        logger.error("FUSE request dropped unanswered; replying EIO", metadata: ["fuse.op": "\(operation)"])
+        send(request, operation: operation) { Reply.error($0, .ioError) }
+    }
+
+    /// libfuse's `init`: lets the filesystem choose the connection settings.
+    func initialize(_ connection: inout fuse_conn_info) {
+        var configuration = ConnectionConfiguration()
+        fileSystem.configure(&configuration)
+        configuration.apply(to: &connection)
+        logger.debug(
+            "FUSE connection initialised",
+            metadata: [
+                "fuse.op": "init",
+                "fuse.proto": "\(connection.proto_major).\(connection.proto_minor)",
+                "fuse.capable": "0x\(String(connection.capable, radix: 16))",
+                "fuse.want": "0x\(String(connection.want, radix: 16))",
+            ]
+        )
+    }
+
+    /// libfuse's `destroy`, which can come from the kernel and from
+    /// `fuse_session_destroy`: forward it once.
+    func destroyOnce() {
+        if !destroyed.exchange(true, ordering: .acquiringAndReleasing) {
+            fileSystem.destroy()
+        }
+    }
+}
