@@ -38,7 +38,7 @@ extension BundleFileSystem {
         } else if size < bytes.count {
             request.replyError(.outOfRange)
         } else {
-            bytes.withUnsafeBytes { request.replyBytes($0) }
+            request.replyBytes(copying: bytes[...])
         }
     }
 

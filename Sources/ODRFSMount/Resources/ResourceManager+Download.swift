@@ -89,7 +89,7 @@ extension ResourceManager {
         Task.detached(priority: .userInitiated) { [self] in
             let started = ContinuousClock.now
             let result: Result<Void, FetchError>
-            do {
+            do throws(FetchError) {
                 try await downloader.fetch(descriptor) { done in
                     self.state.withLock { $0.slots[Int(pack.rawValue)].download?.bytesDone = done.value }
                 }

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what ODRFS needs on a fresh Debian 12 machine (run as root, or with sudo).
+# Idempotent: packages already present are not reinstalled.
+set -euo pipefail
+
+packages=(libfuse3-dev fuse3 attr pkg-config libsqlite3-dev ca-certificates)
+missing=()
+for package in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if ((${#missing[@]})); then
+    echo "setup: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if ! command -v swift >/dev/null 2>&1; then
+    if [[ -x /opt/swift/usr/bin/swift ]]; then
+        echo "setup: swift is in /opt/swift/usr/bin; add it to PATH" >&2
+    else
+        echo "setup: Swift 6.1 or later is required (https://www.swift.org/install/linux/)" >&2
+    fi
+    exit 1
+fi
+
+if [[ ! -e /dev/fuse ]]; then
+    modprobe fuse 2>/dev/null || true
+fi
+[[ -e /dev/fuse ]] || { echo "setup: /dev/fuse is missing: this kernel or container has no FUSE" >&2; exit 1; }
+echo "setup: ready (libfuse $(pkg-config --modversion fuse3), $(swift --version 2>/dev/null | head -1))"
