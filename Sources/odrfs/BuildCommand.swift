@@ -1,3 +1,4 @@
+import Foundation
 import ArgumentParser
 import Logging
 import ODRFSBuild
@@ -57,6 +58,6 @@ struct BuildCommand: ParsableCommand {
     }
 
     private func printToStandardError(_ line: String) {
-        fputs(line + "\n", stderr)
+        FileHandle.standardError.write(Data((line + "\n").utf8))
     }
 }
