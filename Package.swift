@@ -92,9 +92,9 @@ let package = Package(
         .testTarget(name: "FUSEKitTests", dependencies: ["FUSEKit"]),
         .testTarget(name: "ODRFSCoreTests", dependencies: ["ODRFSCore"]),
         .testTarget(name: "ODRFSBuildTests", dependencies: ["ODRFSBuild", "ODRFSCore"]),
-        .testTarget(name: "ODRFSMountTests", dependencies: ["ODRFSMount", "ODRFSCore", "ODRFSStore", "ODRFSFetch", "ODRFSBuild"]),
+        .testTarget(name: "ODRFSMountTests", dependencies: ["ODRFSMount", "ODRFSCore", "ODRFSStore", "ODRFSFetch", "ODRFSBuild", "CFuse3"]),
         // Real mounts driven through the built `odrfs` binary and real tools.
-        .testTarget(name: "MountTests", dependencies: ["ODRFSCore"]),
+        .testTarget(name: "MountTests", dependencies: ["ODRFSCore", "ODRFSMount", "CFuse3"]),
     ],
     swiftLanguageModes: [.v6]
 )

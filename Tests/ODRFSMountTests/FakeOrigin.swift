@@ -72,8 +72,12 @@ final class FakeOrigin: Origin {
         }
         // Two pieces, so verification sees a stream rather than one buffer.
         let middle = bytes.count / 2
-        try bytes[..<middle].withUnsafeBytes { (buffer: UnsafeRawBufferPointer) throws(FetchError) in try consume(buffer) }
-        try bytes[middle...].withUnsafeBytes { (buffer: UnsafeRawBufferPointer) throws(FetchError) in try consume(buffer) }
+        for piece in [bytes[..<middle], bytes[middle...]] {
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: piece.count, alignment: 1)
+            defer { buffer.deallocate() }
+            buffer.copyBytes(from: piece)
+            try consume(UnsafeRawBufferPointer(buffer))
+        }
     }
 }
 

@@ -9,16 +9,18 @@ struct PackStoreTests {
     @Test("a second store on the same cache directory is refused with a clear message")
     func exclusiveLock() throws {
         let cache = try TemporaryDirectory()
-        let first = try PackStore(root: cache.path, logger: Logger(label: "test"))
         do {
-            _ = try PackStore(root: cache.path, logger: Logger(label: "test"))
-            Issue.record("two stores shared one cache directory")
-        } catch {
-            #expect(error.kind == .locked)
-            #expect(error.message.contains(cache.path))
-            #expect(error.message.contains("already in use"))
+            let first = try PackStore(root: cache.path, logger: Logger(label: "test"))
+            do {
+                _ = try PackStore(root: cache.path, logger: Logger(label: "test"))
+                Issue.record("two stores shared one cache directory")
+            } catch {
+                #expect(error.kind == .locked)
+                #expect(error.message.contains(cache.path))
+                #expect(error.message.contains("already in use"))
+            }
+            withExtendedLifetime(first) {}
         }
-        withExtendedLifetime(first) {}
         // Released with the first store.
         _ = try PackStore(root: cache.path, logger: Logger(label: "test"))
     }
@@ -27,7 +29,7 @@ struct PackStoreTests {
     func temporaryFilesCleaned() throws {
         let cache = try TemporaryDirectory()
         try FileManager.default.createDirectory(atPath: cache.path + "/tmp", withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: cache.path + "/tmp/pack.abc123", contents: Data([1, 2, 3]))
+        _ = FileManager.default.createFile(atPath: cache.path + "/tmp/pack.abc123", contents: Data([1, 2, 3]))
         _ = try PackStore(root: cache.path, logger: Logger(label: "test"))
         #expect(try FileManager.default.contentsOfDirectory(atPath: cache.path + "/tmp").isEmpty)
     }
@@ -54,10 +56,10 @@ struct PackStoreTests {
         let bundle = SyntheticBundle(packContents: [(.base, SyntheticBundle.bytes(100, seed: 1))])
         let store = try PackStore(root: cache.path, logger: Logger(label: "test"))
         let pack = bundle.manifest.packs[0]
-        FileManager.default.createFile(atPath: store.path(of: pack), contents: Data([1, 2, 3]))
+        _ = FileManager.default.createFile(atPath: store.path(of: pack), contents: Data([1, 2, 3]))
         #expect(!store.contains(pack))
         #expect(!FileManager.default.fileExists(atPath: store.path(of: pack)))
-        FileManager.default.createFile(atPath: store.path(of: pack), contents: Data(bundle.files[pack.file]!))
+        _ = FileManager.default.createFile(atPath: store.path(of: pack), contents: Data(bundle.files[pack.file]!))
         #expect(store.contains(pack))
     }
 }

@@ -21,8 +21,8 @@ enum Command {
         }
         let outPath = NSTemporaryDirectory() + "/odrfs-out-\(UUID().uuidString)"
         let errPath = NSTemporaryDirectory() + "/odrfs-err-\(UUID().uuidString)"
-        FileManager.default.createFile(atPath: outPath, contents: nil)
-        FileManager.default.createFile(atPath: errPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
         defer {
             unlink(outPath)
             unlink(errPath)
