@@ -1,12 +1,7 @@
 import ArgumentParser
+import Foundation
 import Logging
 import ODRFSBuild
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// `odrfs build`: splits a resource directory into tagged packs and writes a dist dir that any
 /// static host can serve.
@@ -57,6 +52,6 @@ struct BuildCommand: ParsableCommand {
     }
 
     private func printToStandardError(_ line: String) {
-        fputs(line + "\n", stderr)
+        FileHandle.standardError.write(Data((line + "\n").utf8))
     }
 }
