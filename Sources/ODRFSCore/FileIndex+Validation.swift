@@ -83,6 +83,9 @@ extension FileIndex {
                     throw corrupt(n, "is a symlink with a pack or a size that is not its target length")
                 }
                 try checkString(n, "symlink target", offset: r.u64(F.data), length: r.u32(F.count))
+                guard FileIndex.isUTF8(strings(offset: r.u64(F.data), length: r.u32(F.count))) else {
+                    throw corrupt(n, "has a symlink target that is not UTF-8")
+                }
             case .directory:
                 guard pack == FileIndexLayout.noPack else { throw corrupt(n, "is a directory with a pack") }
                 try checkChildren(n)
@@ -101,8 +104,22 @@ extension FileIndex {
         let name = nameBytes(n)
         let isDots = (name.count == 1 && name[0] == UInt8(ascii: "."))
             || (name.count == 2 && name[0] == UInt8(ascii: ".") && name[1] == UInt8(ascii: "."))
-        guard !name.isEmpty, !isDots, !name.contains(UInt8(ascii: "/")), !name.contains(0) else {
-            throw corrupt(n, "has an invalid name (empty, '.', '..', or containing '/' or NUL)")
+        guard !name.isEmpty, !isDots, !name.contains(UInt8(ascii: "/")), !name.contains(0), FileIndex.isUTF8(name) else {
+            throw corrupt(n, "has an invalid name (empty, '.', '..', not UTF-8, or containing '/' or NUL)")
+        }
+    }
+
+    /// Names are Strings to every caller; bytes that do not decode would make `name(of:)` and
+    /// `lookup(path:)` disagree. Validates in place, without allocating.
+    static func isUTF8(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var iterator = bytes.makeIterator()
+        var parser = Unicode.UTF8.ForwardParser()
+        while true {
+            switch parser.parseScalar(from: &iterator) {
+            case .valid: continue
+            case .emptyInput: return true
+            case .error: return false
+            }
         }
     }
 
@@ -111,7 +128,7 @@ extension FileIndex {
         let r = record(n)
         let first = r.u64(F.data), childCount = UInt64(r.u32(F.count))
         guard first <= UInt64(count), childCount <= UInt64(count) - first, childCount == 0 || first > UInt64(n) else {
-            throw corrupt(n, "has children \(first)..<\(first + childCount) outside 1..<\(count) or before itself")
+            throw corrupt(n, "has \(childCount) children from \(first), outside 1..<\(count) or before itself")
         }
         var subdirectories: UInt32 = 0
         var previous: UnsafeRawBufferPointer?

@@ -23,10 +23,10 @@ extension Manifest {
         let declaredTags = Set(tags.map(\.tag))
         var seen = Set<PackID>()
         for (position, pack) in packs.enumerated() {
-            try validate(pack: pack, at: position, declaredTags: declaredTags, previous: position > 0 ? packs[position - 1] : nil)
             guard seen.insert(pack.id).inserted else {
                 throw ManifestError(.duplicatePack, "pack '\(pack.id)' appears twice")
             }
+            try validate(pack: pack, at: position, declaredTags: declaredTags, previous: position > 0 ? packs[position - 1] : nil)
         }
         try validateTags()
         for (section, list) in [("initialInstall", initialInstall), ("prefetch", prefetch)] {

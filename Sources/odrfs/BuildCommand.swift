@@ -1,13 +1,8 @@
 import Foundation
 import ArgumentParser
+import Foundation
 import Logging
 import ODRFSBuild
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// `odrfs build`: splits a resource directory into tagged packs and writes a dist dir that any
 /// static host can serve.

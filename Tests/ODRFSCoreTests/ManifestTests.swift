@@ -1,0 +1,113 @@
+import Foundation
+import Testing
+@testable import ODRFSCore
+
+@Suite struct ManifestTests {
+    static func hash(_ s: String) -> ContentHash { ContentHash.of(Array(s.utf8)) }
+
+    static func pack(_ tags: [String], bytes: Int64) -> PackDescriptor {
+        let chunkCount = Int((bytes + 1023) / 1024)
+        return PackDescriptor(id: PackID(tags: tags.map(Tag.init)), tags: tags.map(Tag.init), file: "packs/\(hash(tags.description).hex).tar",
+                              bytes: ByteCount(bytes), sha256: hash(tags.description),
+                              chunks: (0..<chunkCount).map { hash("\(tags)\($0)") }, files: 1)
+    }
+
+    /// A valid manifest; tests break one thing at a time.
+    static func valid() -> Manifest {
+        let packs = [pack([], bytes: 0), pack(["Level1"], bytes: 3000), pack(["Level1", "Level2"], bytes: 1024), pack(["Level2"], bytes: 1)]
+        var manifest = Manifest(bundleVersion: hash("x"), chunkSize: ByteCount(1024),
+                                index: IndexReference(file: "index/i.odrx", bytes: ByteCount(100), sha256: hash("index"), entries: 5),
+                                packs: packs,
+                                tags: [TagDescriptor(tag: Tag("Level1"), preservationPriority: 0.5, packs: [PackID("Level1"), PackID("Level1+Level2")]),
+                                       TagDescriptor(tag: Tag("Level2"), packs: [PackID("Level1+Level2"), PackID("Level2")])],
+                                initialInstall: [Tag("Level1")], prefetch: [Tag("Level2")])
+        manifest.bundleVersion = Manifest.computeBundleVersion(index: manifest.index.sha256, packs: manifest.packs)
+        return manifest
+    }
+
+    /// Re-signs the bundle version so that only the intended problem is left.
+    static func expectError(_ kind: ManifestError.Kind, containing text: String, keepVersion: Bool = false,
+                            _ change: (inout Manifest) -> Void) {
+        var manifest = valid()
+        change(&manifest)
+        if !keepVersion {
+            manifest.bundleVersion = Manifest.computeBundleVersion(index: manifest.index.sha256, packs: manifest.packs)
+        }
+        do {
+            _ = try Manifest.decode(manifest.encoded())
+            Issue.record("expected \(kind)")
+        } catch {
+            #expect(error.kind == kind)
+            #expect(error.description.contains(text), "\(error.description)")
+            #expect(error.description.hasPrefix("manifest.json: "))
+        }
+    }
+
+    @Test func roundTripIsExactAndDeterministic() throws {
+        let manifest = Self.valid()
+        let data = manifest.encoded()
+        let decoded = try Manifest.decode(data)
+        #expect(decoded == manifest)
+        #expect(decoded.encoded() == data)
+        let text = String(decoding: data, as: UTF8.self)
+        #expect(text.contains("\"file\" : \"packs/"))   // slashes not escaped
+        #expect(text.contains("\"bytes\" : 3000"))      // ByteCount as a plain integer
+    }
+
+    @Test func lookups() {
+        let manifest = Self.valid()
+        #expect(manifest.packNumber(of: PackID("Level1+Level2")) == PackNumber(2))
+        #expect(manifest.packNumber(of: PackID("nope")) == nil)
+        #expect(manifest.pack(PackNumber(1)).id == PackID("Level1"))
+        #expect(manifest.packs(for: Tag("Level2")) == [PackNumber(2), PackNumber(3)])
+        #expect(manifest.preservationPriority(of: Tag("Level1")) == 0.5)
+    }
+
+    @Test func syntaxErrors() {
+        #expect(throws: ManifestError.self) { try Manifest.decode(Data("{not json".utf8)) }
+        var json = String(decoding: Self.valid().encoded(), as: UTF8.self)
+        json = json.replacingOccurrences(of: "\"bytes\" : 3000", with: "\"bytes\" : \"big\"")
+        do {
+            _ = try Manifest.decode(Data(json.utf8))
+            Issue.record("expected a type error")
+        } catch {
+            #expect(error.kind == .syntax)
+            #expect(error.description.contains("packs[1].bytes"), "\(error)")
+        }
+        let missing = String(decoding: Self.valid().encoded(), as: UTF8.self).replacingOccurrences(of: "\"chunkSize\"", with: "\"chunkSiz\"")
+        #expect(throws: ManifestError(.syntax, "chunkSize is missing")) { try Manifest.decode(Data(missing.utf8)) }
+        let badHash = String(decoding: Self.valid().encoded(), as: UTF8.self).replacingOccurrences(of: Self.hash("index").hex, with: "zz")
+        #expect(throws: ManifestError.self) { try Manifest.decode(Data(badHash.utf8)) }
+    }
+
+    @Test func validationErrors() {
+        Self.expectError(.unsupportedFormat, containing: "format 2") { $0.format = 2 }
+        Self.expectError(.missingBasePack, containing: "packs[0]") { $0.packs.removeFirst() }
+        Self.expectError(.missingBasePack, containing: "no packs") { $0.packs = [] }
+        Self.expectError(.duplicatePack, containing: "appears twice") { $0.packs.append($0.packs[3]) }
+        Self.expectError(.misplacedPack, containing: "sorted") { $0.packs.swapAt(1, 3) }
+        Self.expectError(.unsafePath, containing: "'..'") { $0.packs[1].file = "packs/../../etc/passwd" }
+        Self.expectError(.unsafePath, containing: "absolute") { $0.packs[1].file = "/etc/passwd" }
+        Self.expectError(.unsafePath, containing: "NUL") { $0.packs[1].file = "packs/a\0b" }
+        Self.expectError(.unsafePath, containing: "backslash") { $0.packs[1].file = "packs\\a" }
+        Self.expectError(.unsafePath, containing: "empty component") { $0.packs[1].file = "packs//a" }
+        Self.expectError(.unsafePath, containing: "index file") { $0.index.file = "../index.odrx" }
+        Self.expectError(.chunkCountMismatch, containing: "pack 'Level1' has 2 chunk hashes but 2.9 KiB needs 3") {
+            $0.packs[1].chunks.removeLast()
+        }
+        Self.expectError(.chunkCountMismatch, containing: "needs 0") { $0.packs[0].chunks = [Self.hash("extra")] }
+        Self.expectError(.invalidChunkSize, containing: "chunkSize") { $0.chunkSize = ByteCount(0) }
+        Self.expectError(.invalidSize, containing: "negative") { $0.packs[3].bytes = ByteCount(-1) }
+        Self.expectError(.unknownTag, containing: "initialInstall names tag 'Nope'") { $0.initialInstall = [Tag("Nope")] }
+        Self.expectError(.unknownTag, containing: "prefetch names tag 'Nope'") { $0.prefetch.append(Tag("Nope")) }
+        Self.expectError(.unknownTag, containing: "'Level2', which is not in tags") { $0.tags.removeLast() }
+        Self.expectError(.priorityOutOfRange, containing: "1.5") { $0.tags[0].preservationPriority = 1.5 }
+        Self.expectError(.priorityOutOfRange, containing: "-0.1") { $0.tags[0].preservationPriority = -0.1 }
+        Self.expectError(.invalidTag, containing: "reserved") {
+            $0.tags.insert(TagDescriptor(tag: Tag("base"), packs: []), at: 0)
+        }
+        Self.expectError(.inconsistent, containing: "does not match its tags") { $0.packs[1].tags = [Tag("Level2")] }
+        Self.expectError(.inconsistent, containing: "lists packs") { $0.tags[1].packs = [PackID("Level2")] }
+        Self.expectError(.inconsistent, containing: "bundleVersion", keepVersion: true) { $0.packs[1].sha256 = Self.hash("other") }
+    }
+}
