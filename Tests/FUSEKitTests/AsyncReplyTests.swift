@@ -1,0 +1,77 @@
+@testable import FUSEKit
+import Foundation
+import Testing
+
+/// Deferred replies, interrupts, dropped requests and teardown on a real mount.
+@Suite(.serialized, .enabled(if: MountEnvironment.hasFuseDevice, "/dev/fuse is missing: mount tests skipped"), .timeLimit(.minutes(1)))
+struct AsyncReplyTests {
+    @Test func deferredOpenDoesNotBlockOtherRequests() throws {
+        try withTestMount { mount in
+            let cat = try RunningTool("/usr/bin/cat", [mount.path("slow.txt")])
+            #expect(waitUntil(timeout: 5) { mount.fileSystem.events.withLock { $0.slowOpenArrived } })
+            let started = Date()
+            let other = runTool("/usr/bin/stat", ["-c", "%s", mount.path("dir/nested.txt")])
+            let elapsed = Date().timeIntervalSince(started)
+            #expect(other.stdout == "7\n")
+            // The slow open is still pending (answered 200 ms after it arrived) while stat completed.
+            #expect(mount.fileSystem.events.withLock { !$0.slowOpenAnswered }, "stat took \(elapsed) s")
+            let result = cat.wait(timeout: 10)
+            #expect(result.succeeded, "\(result.stderr)")
+            #expect(result.stdout == "slow but steady\n")
+        }
+    }
+
+    @Test(arguments: [SIGINT, SIGKILL])
+    func interruptReleasesAnOpenThatNeverCompletes(signal: Int32) throws {
+        try withTestMount { mount in
+            let cat = try RunningTool("/usr/bin/cat", [mount.path("hang.txt")])
+            #expect(waitUntil(timeout: 5) { mount.fileSystem.events.withLock { $0.hangOpenArrived } })
+            cat.signal(signal)
+            let result = cat.wait(timeout: 5)
+            #expect(!result.timedOut, "cat must exit once interrupted")
+            #expect(mount.fileSystem.events.withLock { $0.interruptHandlerRan })
+            #expect(mount.session.pendingDeferredRequestCount == 0)
+        }
+    }
+
+    @Test func droppedRequestsAnswerIOError() throws {
+        try withTestMount { mount in
+            let dropped = runTool("/usr/bin/cat", [mount.path("drop.txt")])
+            #expect(dropped.stderr.contains("Input/output error"), "\(dropped.stderr)")
+            let lost = runTool("/usr/bin/cat", [mount.path("lost.txt")])
+            #expect(lost.stderr.contains("Input/output error"), "\(lost.stderr)")
+        }
+    }
+
+    @Test func teardownAnswersPendingDeferredRequests() throws {
+        let mount = try TestMount()
+        let cat = try RunningTool("/usr/bin/cat", [mount.path("hang.txt")])
+        #expect(waitUntil(timeout: 5) { mount.fileSystem.events.withLock { $0.hangOpenArrived } })
+        #expect(mount.session.pendingDeferredRequestCount == 1)
+        mount.stop()
+        let result = cat.wait(timeout: 5)
+        #expect(!result.timedOut)
+        #expect(result.status != 0)
+        #expect(mount.session.isTornDown)
+        #expect(mount.fileSystem.events.withLock { $0.destroyed })
+    }
+
+    @Test func externalUnmountEndsTheLoop() throws {
+        let mount = try TestMount()
+        #expect(runTool("/usr/bin/cat", [mount.path("hello.txt")]).stdout == "Hello, FUSE!\n")
+        let unmount = runTool("/usr/bin/fusermount3", ["-u", mount.directory])
+        #expect(unmount.succeeded, "\(unmount.stderr)")
+        #expect(mount.waitForLoopEnd(timeout: 10), "run() must return after fusermount3 -u")
+        #expect(mount.session.isTornDown)
+        mount.stop()
+    }
+
+    @Test func exitFlagAloneStopsTheLoop() throws {
+        let mount = try TestMount()
+        // What a SIGTERM handled on another thread does: only the flag is set.
+        mount.session.exitLikeASignalHandler()
+        #expect(mount.waitForLoopEnd(timeout: 5), "the exit watcher must wake the loop")
+        #expect(mount.session.isTornDown)
+        mount.stop()
+    }
+}
