@@ -44,14 +44,18 @@ public final class FUSESession: @unchecked Sendable {
 
     /// Creates the session (`fuse_session_new`); nothing is mounted yet.
     public init(fileSystem: some FUSEFileSystem, options: MountOptions, logger: Logger) throws(FUSEError) {
+        LibfuseLog.install(logger: logger)
         let context = SessionContext(fileSystem: fileSystem, logger: logger)
         let userdata = Unmanaged.passRetained(context)
         var operations = LowLevelOperations.make()
-        guard let session = Self.makeSession(arguments: options.arguments, operations: &operations, userdata: userdata.toOpaque()) else {
+        let (created, errors) = LibfuseLog.capturingErrors {
+            Self.makeSession(arguments: options.arguments, operations: &operations, userdata: userdata.toOpaque())
+        }
+        guard let session = created else {
             userdata.release()
             throw FUSEError(
                 operation: .createSession,
-                message: "libfuse rejected the options '\(options.arguments.dropFirst().joined(separator: " "))' (its reason is on stderr)"
+                message: "libfuse rejected the options '\(options.arguments.dropFirst().joined(separator: " "))': \(errors ?? "no reason given")"
             )
         }
         self.session = session
@@ -73,11 +77,13 @@ public final class FUSESession: @unchecked Sendable {
             guard state.phase == .created else {
                 throw FUSEError(operation: .mount, mountpoint: mountpoint, message: "this session was already mounted or torn down; create a new FUSESession")
             }
-            guard fuse_session_mount(session, mountpoint) == 0 else {
+            let (status, errors) = LibfuseLog.capturingErrors { fuse_session_mount(session, mountpoint) }
+            guard status == 0 else {
+                let reason = errors.map { "\($0); " } ?? ""
                 throw FUSEError(
                     operation: .mount,
                     mountpoint: mountpoint,
-                    message: "libfuse could not mount (its reason is on stderr); check that /dev/fuse is accessible and, when not root, that fusermount3 is installed setuid"
+                    message: "libfuse could not mount: \(reason)check that /dev/fuse is accessible and, when not root, that fusermount3 is installed setuid (its messages go to stderr)"
                 )
             }
             state.phase = .mounted

@@ -7,17 +7,22 @@ import Testing
 struct AsyncReplyTests {
     @Test func deferredOpenDoesNotBlockOtherRequests() throws {
         try withTestMount { mount in
+            mount.fileSystem.events.withLock { $0.holdSlowOpen = true }
             let cat = try RunningTool("/usr/bin/cat", [mount.path("slow.txt")])
             #expect(waitUntil(timeout: 5) { mount.fileSystem.events.withLock { $0.slowOpenArrived } })
+            // The open is held unanswered, so this stat can only finish if nothing blocks on it.
             let started = Date()
             let other = runTool("/usr/bin/stat", ["-c", "%s", mount.path("dir/nested.txt")])
             let elapsed = Date().timeIntervalSince(started)
             #expect(other.stdout == "7\n")
-            // The slow open is still pending (answered 200 ms after it arrived) while stat completed.
-            #expect(mount.fileSystem.events.withLock { !$0.slowOpenAnswered }, "stat took \(elapsed) s")
+            #expect(elapsed < 2, "stat took \(elapsed) s while an open was pending")
+            #expect(mount.fileSystem.events.withLock { !$0.slowOpenAnswered })
+            #expect(mount.session.pendingDeferredRequestCount == 1)
+            mount.fileSystem.events.withLock { $0.holdSlowOpen = false }
             let result = cat.wait(timeout: 10)
             #expect(result.succeeded, "\(result.stderr)")
             #expect(result.stdout == "slow but steady\n")
+            #expect(mount.session.pendingDeferredRequestCount == 0)
         }
     }
 

@@ -89,13 +89,15 @@ struct SetupTests {
         #expect(session.isTornDown)
     }
 
-    @Test func unknownOptionsFailSessionCreation() {
-        #expect(throws: FUSEError.self) {
+    @Test func unknownOptionsFailSessionCreationWithLibfusesReason() {
+        #expect {
             _ = try FUSESession(
                 fileSystem: TestFileSystem(descriptor: -1, descriptorSize: 0),
                 options: MountOptions(fsName: "t", subtype: "t", extra: ["no_such_option_xyz"]),
                 logger: Logger(label: "test")
             )
+        } throws: { error in
+            "\(error)".contains("unknown option") && "\(error)".contains("no_such_option_xyz")
         }
     }
 

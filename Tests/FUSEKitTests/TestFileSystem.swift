@@ -32,6 +32,8 @@ final class TestFileSystem: FUSEFileSystem {
     struct Events: Sendable {
         var slowOpenArrived = false
         var slowOpenAnswered = false
+        /// While true, the slow open is not answered (tests release it when they have checked).
+        var holdSlowOpen = false
         var hangOpenArrived = false
         var interruptHandlerRan = false
         var rejectedOperations: [String] = []
@@ -127,8 +129,13 @@ final class TestFileSystem: FUSEFileSystem {
             let delay = slowOpenDelay
             Task {
                 try? await Task.sleep(for: delay)
+                for _ in 0..<1000 where self.events.withLock({ $0.holdSlowOpen }) {
+                    try? await Task.sleep(for: .milliseconds(10))
+                }
                 self.events.withLock { $0.slowOpenAnswered = true }
                 deferred.replyOpen(handle: FileHandleID(inode.rawValue), options: OpenReplyOptions(keepCache: true))
+                // The first reply wins: this one must be ignored.
+                deferred.replyError(.ioError)
             }
         case .hangOpen?:
             let deferred = request.detach()
