@@ -79,4 +79,56 @@ struct AsyncReplyTests {
         #expect(mount.session.isTornDown)
         mount.stop()
     }
+
+    @Test func manyParallelReadersAllSucceed() throws {
+        try withTestMount { mount in
+            let reference = mount.directory + ".reference"
+            _ = FileManager.default.createFile(atPath: reference, contents: Data(TestMount.bigContents))
+            defer { unlink(reference) }
+            let script = """
+                for i in $(seq 16); do cmp '\(reference)' '\(mount.path("big.bin"))' & cat '\(mount.path("slow.txt"))' >/dev/null & done
+                fail=0; for job in $(jobs -p); do wait $job || fail=1; done; exit $fail
+                """
+            let result = runTool("/bin/sh", ["-c", script], timeout: 30)
+            #expect(result.succeeded, "\(result.stdout)\(result.stderr)")
+            #expect(mount.session.pendingDeferredRequestCount == 0)
+        }
+    }
+
+    @Test func signalHandlersEndTheLoopAndAreRemovedAfterwards() throws {
+        // A daemon started from a script may inherit SIGINT ignored; installSignalHandlers must still take it.
+        var original = sigaction()
+        sigaction(SIGINT, nil, &original)
+        defer { sigaction(SIGINT, &original, nil) }
+        _ = signal(SIGINT, SIG_IGN)
+        let mount = try TestMount(installSignalHandlers: true)
+        var installed = sigaction()
+        sigaction(SIGINT, nil, &installed)
+        #expect(unsafeBitCast(installed.__sigaction_handler.sa_handler, to: Int.self) > 1, "a real handler, not SIG_DFL/SIG_IGN")
+        // The loop thread, like every thread started from the test runner, blocks
+        // signals: as in a daemon whose signals land on the main thread, the
+        // handler runs elsewhere and the exit watcher must wake the loop.
+        let target = LockedBox<pthread_t?>(nil)
+        let done = LockedBox(false)
+        let receiver = Thread {
+            var set = sigset_t()
+            sigemptyset(&set)
+            sigaddset(&set, SIGTERM)
+            pthread_sigmask(SIG_UNBLOCK, &set, nil)
+            target.value = pthread_self()
+            while !done.value { usleep(2_000) }
+        }
+        receiver.start()
+        defer { done.value = true }
+        #expect(waitUntil(timeout: 5) { target.value != nil })
+        if let thread = target.value {
+            pthread_kill(thread, SIGTERM)
+        }
+        #expect(mount.waitForLoopEnd(timeout: 5), "SIGTERM must end run()")
+        #expect(mount.session.isTornDown)
+        var after = sigaction()
+        sigaction(SIGTERM, nil, &after)
+        #expect(after.__sigaction_handler.sa_handler == nil, "handlers removed at teardown (SIG_DFL)")
+        mount.stop()
+    }
 }

@@ -25,7 +25,7 @@ final class TestMount: @unchecked Sendable {
     /// Contents of `big.bin`: a pattern that makes misplaced offsets visible.
     static let bigContents: [UInt8] = (0..<(1 << 20) + 123).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 8) }
 
-    init(readOnly: Bool = true) throws {
+    init(readOnly: Bool = true, installSignalHandlers: Bool = false) throws {
         directory = try Self.makeTemporaryDirectory()
         backingFile = directory + ".big"
         _ = FileManager.default.createFile(atPath: backingFile, contents: Data(Self.bigContents))
@@ -36,6 +36,9 @@ final class TestMount: @unchecked Sendable {
         let options = MountOptions(fsName: "fusekit-test,with\\comma", subtype: "fusekittest", readOnly: readOnly)
         session = try FUSESession(fileSystem: fileSystem, options: options, logger: logger)
         try session.mount(at: directory)
+        if installSignalHandlers {
+            try session.installSignalHandlers()
+        }
         let thread = Thread { [session, finished, runError] in
             do throws(FUSEError) {
                 try session.run(maxIdleThreads: 4)
