@@ -131,4 +131,11 @@ struct AsyncReplyTests {
         #expect(after.__sigaction_handler.sa_handler == nil, "handlers removed at teardown (SIG_DFL)")
         mount.stop()
     }
+
+    @Test func exitBeforeRunMakesRunReturnAtOnce() throws {
+        let mount = try TestMount(exitBeforeRun: true)
+        #expect(mount.waitForLoopEnd(timeout: 5))
+        #expect(mount.session.isTornDown)
+        mount.stop()
+    }
 }

@@ -21,8 +21,9 @@ struct MountTests {
         }
     }
 
-    @Test func listingsIncludeEveryEntry() throws {
-        try withTestMount { mount in
+    @Test(arguments: [true, false])
+    func listingsIncludeEveryEntry(readdirPlus: Bool) throws {
+        try withTestMount(readdirPlus: readdirPlus) { mount in
             let root = runTool("/usr/bin/ls", ["-1a", mount.directory])
             let expected = [".", "..", "big.bin", "dir", "drop.txt", "hang.txt", "hello.txt", "link", "lost.txt", "many", "slow.txt"]
             #expect(root.stdout.split(separator: "\n").map(String.init) == expected, "\(root.stderr)")
@@ -36,6 +37,9 @@ struct MountTests {
             let names = many.stdout.split(separator: "\n")
             #expect(names.count == TestFileSystem.manyCount)
             #expect(Set(names).count == TestFileSystem.manyCount)
+            let flags = mount.fileSystem.events.withLock { $0.readdirPlusFlags }
+            #expect(flags.count > 3, "several pages")
+            #expect(flags.allSatisfy { $0 == readdirPlus }, "\(flags)")
         }
     }
 

@@ -37,6 +37,8 @@ final class TestFileSystem: FUSEFileSystem {
         var hangOpenArrived = false
         var interruptHandlerRan = false
         var rejectedOperations: [String] = []
+        /// The `plus` flag of every readdir request, in order.
+        var readdirPlusFlags: [Bool] = []
         var destroyed = false
     }
 
@@ -54,9 +56,12 @@ final class TestFileSystem: FUSEFileSystem {
     let helloInode: InodeNumber
     let events = Mutex(Events())
     let slowOpenDelay: Duration
+    /// False makes the kernel use plain readdir, exercising the other DirectoryBuffer path.
+    let readdirPlus: Bool
 
-    init(descriptor: Int32, descriptorSize: UInt64, slowOpenDelay: Duration = .milliseconds(200)) {
+    init(descriptor: Int32, descriptorSize: UInt64, slowOpenDelay: Duration = .milliseconds(200), readdirPlus: Bool = true) {
         self.slowOpenDelay = slowOpenDelay
+        self.readdirPlus = readdirPlus
         var nodes: [InodeNumber: Node] = [:]
         var next: UInt64 = 2
         func add(_ content: Content, mode: UInt32, size: UInt64 = 0) -> InodeNumber {
@@ -87,6 +92,10 @@ final class TestFileSystem: FUSEFileSystem {
         nodes[.root] = Node(attributes: FileAttributes(inode: .root, mode: directory, linkCount: 2), content: .directory(root))
         self.nodes = nodes
         self.helloInode = hello
+    }
+
+    func configure(_ connection: inout ConnectionConfiguration) {
+        connection.readdirPlus = readdirPlus
     }
 
     func lookup(parent: InodeNumber, name: String, request: consuming FUSERequest) {
@@ -174,6 +183,7 @@ final class TestFileSystem: FUSEFileSystem {
             request.replyError(.notDirectory)
             return
         }
+        events.withLock { $0.readdirPlusFlags.append(plus) }
         var entries: [(String, FileAttributes)] = [(".", node.attributes), ("..", nodes[.root]!.attributes)]
         entries += children.sorted { $0.key < $1.key }.map { ($0.key, nodes[$0.value]!.attributes) }
         var buffer = DirectoryBuffer(request: request, capacity: size, plus: plus)
