@@ -41,14 +41,31 @@ public struct ConnectionConfiguration: Sendable {
 
     /// Writes the requests into libfuse's connection info, honouring what the kernel offers.
     func apply(to conn: inout fuse_conn_info) {
+        conn.want = negotiate(capable: conn.capable, want: conn.want)
+        if let maxReadahead {
+            // The kernel announces its maximum in max_readahead; asking for more is an error.
+            conn.max_readahead = min(conn.max_readahead, maxReadahead)
+        }
+        if let maxBackground {
+            conn.max_background = UInt32(maxBackground)
+        }
+        if let congestionThreshold {
+            conn.congestion_threshold = UInt32(congestionThreshold)
+        }
+    }
+
+    /// The `want` bits after applying this configuration to what the kernel
+    /// offers (`capable`) and what libfuse enabled by default (`want`).
+    func negotiate(capable: UInt32, want: UInt32) -> UInt32 {
+        var want = want
         func request(_ capability: Int32, _ wanted: Bool?) {
             guard let wanted else { return }
             // FUSE_CAP_* import as Int32 while want/capable are unsigned.
             let bit = UInt32(bitPattern: capability)
-            if wanted, conn.capable & bit != 0 {
-                conn.want |= bit
+            if wanted, capable & bit != 0 {
+                want |= bit
             } else if !wanted {
-                conn.want &= ~bit
+                want &= ~bit
             }
         }
         request(FUSE_CAP_SPLICE_WRITE, spliceWrite)
@@ -61,15 +78,6 @@ public struct ConnectionConfiguration: Sendable {
         request(FUSE_CAP_CACHE_SYMLINKS, cacheSymlinks)
         request(FUSE_CAP_NO_OPENDIR_SUPPORT, noOpenDirectorySupport)
         request(FUSE_CAP_AUTO_INVAL_DATA, autoInvalidateData)
-        if let maxReadahead {
-            // The kernel announces its maximum in max_readahead; asking for more is an error.
-            conn.max_readahead = min(conn.max_readahead, maxReadahead)
-        }
-        if let maxBackground {
-            conn.max_background = UInt32(maxBackground)
-        }
-        if let congestionThreshold {
-            conn.congestion_threshold = UInt32(congestionThreshold)
-        }
+        return want
     }
 }

@@ -72,6 +72,12 @@ public final class DeferredRequest: Sendable {
         answer { Reply.bytes($0, bytes) }
     }
 
+    /// Bytes from an array, slice or other byte sequence (`fuse_reply_buf`); copied before this returns.
+    /// Saves a `withUnsafeBytes` closure, which cannot consume a request.
+    public func replyBytes<Bytes: Sequence<UInt8>>(_ bytes: Bytes) {
+        answer { Reply.bytes($0, sequence: bytes) }
+    }
+
     /// Read data from a file descriptor, spliced when possible (`fuse_reply_data`).
     public func replyData(fileDescriptor: Int32, offset: Int64, count: Int) {
         answer { Reply.data($0, fileDescriptor: fileDescriptor, offset: offset, count: count) }

@@ -58,6 +58,12 @@ public struct FUSERequest: ~Copyable, @unchecked Sendable {
         answer { Reply.bytes($0, bytes) }
     }
 
+    /// Bytes from an array, slice or other byte sequence (`fuse_reply_buf`); copied before this returns.
+    /// Saves a `withUnsafeBytes` closure, which cannot consume a request.
+    public consuming func replyBytes<Bytes: Sequence<UInt8>>(_ bytes: Bytes) {
+        answer { Reply.bytes($0, sequence: bytes) }
+    }
+
     /// Read data straight from a file (`fuse_reply_data` with an fd-backed
     /// buffer): spliced without copying when the connection allows. `count`
     /// 0 sends an empty reply (end of file). The descriptor is not closed.

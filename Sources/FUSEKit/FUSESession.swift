@@ -1,4 +1,5 @@
 import CFuse3
+import Dispatch
 import Glibc
 import Logging
 import Synchronization
@@ -28,6 +29,8 @@ public final class FUSESession: @unchecked Sendable {
         var phase = Phase.created
         var mountpoint: String?
         var signalHandlersInstalled = false
+        /// Set once the exit watcher has poked the loop, so it pokes only once.
+        var exitWakeSent = false
     }
 
     /// libfuse's session; valid until `state.phase` becomes `.tornDown`
@@ -41,14 +44,18 @@ public final class FUSESession: @unchecked Sendable {
 
     /// Creates the session (`fuse_session_new`); nothing is mounted yet.
     public init(fileSystem: some FUSEFileSystem, options: MountOptions, logger: Logger) throws(FUSEError) {
+        LibfuseLog.install(logger: logger)
         let context = SessionContext(fileSystem: fileSystem, logger: logger)
         let userdata = Unmanaged.passRetained(context)
         var operations = LowLevelOperations.make()
-        guard let session = Self.makeSession(arguments: options.arguments, operations: &operations, userdata: userdata.toOpaque()) else {
+        let (created, errors) = LibfuseLog.capturingErrors {
+            Self.makeSession(arguments: options.arguments, operations: &operations, userdata: userdata.toOpaque())
+        }
+        guard let session = created else {
             userdata.release()
             throw FUSEError(
                 operation: .createSession,
-                message: "libfuse rejected the options '\(options.arguments.dropFirst().joined(separator: " "))' (its reason is on stderr)"
+                message: "libfuse rejected the options '\(options.arguments.dropFirst().joined(separator: " "))': \(errors ?? "no reason given")"
             )
         }
         self.session = session
@@ -70,11 +77,13 @@ public final class FUSESession: @unchecked Sendable {
             guard state.phase == .created else {
                 throw FUSEError(operation: .mount, mountpoint: mountpoint, message: "this session was already mounted or torn down; create a new FUSESession")
             }
-            guard fuse_session_mount(session, mountpoint) == 0 else {
+            let (status, errors) = LibfuseLog.capturingErrors { fuse_session_mount(session, mountpoint) }
+            guard status == 0 else {
+                let reason = errors.map { "\($0); " } ?? ""
                 throw FUSEError(
                     operation: .mount,
                     mountpoint: mountpoint,
-                    message: "libfuse could not mount (its reason is on stderr); check that /dev/fuse is accessible and, when not root, that fusermount3 is installed setuid"
+                    message: "libfuse could not mount: \(reason)check that /dev/fuse is accessible and, when not root, that fusermount3 is installed setuid (its messages go to stderr)"
                 )
             }
             state.phase = .mounted
@@ -124,7 +133,9 @@ public final class FUSESession: @unchecked Sendable {
             fuse_loop_cfg_set_max_threads(configuration, UInt32(clamping: maxThreads))
         }
         logger.debug("FUSE session loop starting", metadata: ["fuse.mountpoint": "\(mountpoint ?? "")"])
+        let watcher = startExitWatcher(mountpoint: mountpoint)
         let result = cfuse3_session_loop_mt(session, configuration)
+        watcher.cancel()
         fuse_loop_cfg_destroy(configuration)
         teardown()
         if result < 0 {
@@ -188,6 +199,42 @@ public final class FUSESession: @unchecked Sendable {
     /// The number of detached requests not yet answered (for diagnostics and tests).
     public var pendingDeferredRequestCount: Int {
         context.registry.pendingCount
+    }
+
+    /// libfuse's signal handler only sets the exit flag; the loop notices at
+    /// once only if the signal interrupts the loop's own thread. When `run()`
+    /// is on a thread that blocks signals (any Dispatch or Swift concurrency
+    /// thread) the signal lands elsewhere and the loop would sleep until the
+    /// next request. This timer notices the flag and wakes the loop instead.
+    private func startExitWatcher(mountpoint: String?) -> DispatchSourceTimer {
+        let timer = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
+        timer.schedule(deadline: .now() + .milliseconds(250), repeating: .milliseconds(250), leeway: .milliseconds(100))
+        timer.setEventHandler { [weak self] in
+            guard let self else { return }
+            // The state lock keeps teardown from destroying the session while it is checked.
+            let shouldWake = self.state.withLock { state in
+                guard state.phase == .running, !state.exitWakeSent, fuse_session_exited(self.session) != 0 else {
+                    return false
+                }
+                state.exitWakeSent = true
+                return true
+            }
+            if shouldWake, let mountpoint {
+                Self.wakeLoop(mountpoint: mountpoint)
+            }
+        }
+        timer.resume()
+        return timer
+    }
+
+    /// Sets libfuse's exit flag without waking the loop, as a signal handler
+    /// on another thread would; lets tests prove the exit watcher works.
+    func exitLikeASignalHandler() {
+        state.withLock { state in
+            if state.phase != .tornDown {
+                fuse_session_exit(session)
+            }
+        }
     }
 
     private func teardown() {

@@ -54,6 +54,14 @@ enum Reply {
         fuse_reply_buf(request, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count)
     }
 
+    /// Bytes from any sequence, without a copy when it has contiguous storage (arrays, slices, Data).
+    static func bytes<Bytes: Sequence<UInt8>>(_ request: fuse_req_t, sequence: Bytes) -> Int32 {
+        if let result = sequence.withContiguousStorageIfAvailable({ bytes(request, UnsafeRawBufferPointer($0)) }) {
+            return result
+        }
+        return Array(sequence).withUnsafeBytes { bytes(request, $0) }
+    }
+
     /// Reads `count` bytes at `offset` from `fileDescriptor` into the reply;
     /// libfuse splices them when the kernel allows (FUSE_CAP_SPLICE_WRITE),
     /// else it preads into a buffer. On a read error libfuse replies with that error.

@@ -1,0 +1,141 @@
+@testable import FUSEKit
+import Foundation
+import Testing
+
+/// Deferred replies, interrupts, dropped requests and teardown on a real mount.
+@Suite(.serialized, .enabled(if: MountEnvironment.hasFuseDevice, "/dev/fuse is missing: mount tests skipped"), .timeLimit(.minutes(1)))
+struct AsyncReplyTests {
+    @Test func deferredOpenDoesNotBlockOtherRequests() throws {
+        try withTestMount { mount in
+            mount.fileSystem.events.withLock { $0.holdSlowOpen = true }
+            let cat = try RunningTool("/usr/bin/cat", [mount.path("slow.txt")])
+            #expect(waitUntil(timeout: 5) { mount.fileSystem.events.withLock { $0.slowOpenArrived } })
+            // The open is held unanswered, so this stat can only finish if nothing blocks on it.
+            let started = Date()
+            let other = runTool("/usr/bin/stat", ["-c", "%s", mount.path("dir/nested.txt")])
+            let elapsed = Date().timeIntervalSince(started)
+            #expect(other.stdout == "7\n")
+            #expect(elapsed < 2, "stat took \(elapsed) s while an open was pending")
+            #expect(mount.fileSystem.events.withLock { !$0.slowOpenAnswered })
+            #expect(mount.session.pendingDeferredRequestCount == 1)
+            mount.fileSystem.events.withLock { $0.holdSlowOpen = false }
+            let result = cat.wait(timeout: 10)
+            #expect(result.succeeded, "\(result.stderr)")
+            #expect(result.stdout == "slow but steady\n")
+            #expect(mount.session.pendingDeferredRequestCount == 0)
+        }
+    }
+
+    @Test(arguments: [SIGINT, SIGKILL])
+    func interruptReleasesAnOpenThatNeverCompletes(signal: Int32) throws {
+        try withTestMount { mount in
+            let cat = try RunningTool("/usr/bin/cat", [mount.path("hang.txt")])
+            #expect(waitUntil(timeout: 5) { mount.fileSystem.events.withLock { $0.hangOpenArrived } })
+            cat.signal(signal)
+            let result = cat.wait(timeout: 5)
+            #expect(!result.timedOut, "cat must exit once interrupted")
+            #expect(mount.fileSystem.events.withLock { $0.interruptHandlerRan })
+            #expect(mount.session.pendingDeferredRequestCount == 0)
+        }
+    }
+
+    @Test func droppedRequestsAnswerIOError() throws {
+        try withTestMount { mount in
+            let dropped = runTool("/usr/bin/cat", [mount.path("drop.txt")])
+            #expect(dropped.stderr.contains("Input/output error"), "\(dropped.stderr)")
+            let lost = runTool("/usr/bin/cat", [mount.path("lost.txt")])
+            #expect(lost.stderr.contains("Input/output error"), "\(lost.stderr)")
+        }
+    }
+
+    @Test func teardownAnswersPendingDeferredRequests() throws {
+        let mount = try TestMount()
+        let cat = try RunningTool("/usr/bin/cat", [mount.path("hang.txt")])
+        #expect(waitUntil(timeout: 5) { mount.fileSystem.events.withLock { $0.hangOpenArrived } })
+        #expect(mount.session.pendingDeferredRequestCount == 1)
+        mount.stop()
+        let result = cat.wait(timeout: 5)
+        #expect(!result.timedOut)
+        #expect(result.status != 0)
+        #expect(mount.session.isTornDown)
+        #expect(mount.fileSystem.events.withLock { $0.destroyed })
+    }
+
+    @Test func externalUnmountEndsTheLoop() throws {
+        let mount = try TestMount()
+        #expect(runTool("/usr/bin/cat", [mount.path("hello.txt")]).stdout == "Hello, FUSE!\n")
+        let unmount = runTool("/usr/bin/fusermount3", ["-u", mount.directory])
+        #expect(unmount.succeeded, "\(unmount.stderr)")
+        #expect(mount.waitForLoopEnd(timeout: 10), "run() must return after fusermount3 -u")
+        #expect(mount.session.isTornDown)
+        mount.stop()
+    }
+
+    @Test func exitFlagAloneStopsTheLoop() throws {
+        let mount = try TestMount()
+        // What a SIGTERM handled on another thread does: only the flag is set.
+        mount.session.exitLikeASignalHandler()
+        #expect(mount.waitForLoopEnd(timeout: 5), "the exit watcher must wake the loop")
+        #expect(mount.session.isTornDown)
+        mount.stop()
+    }
+
+    @Test func manyParallelReadersAllSucceed() throws {
+        try withTestMount { mount in
+            let reference = mount.directory + ".reference"
+            _ = FileManager.default.createFile(atPath: reference, contents: Data(TestMount.bigContents))
+            defer { unlink(reference) }
+            let script = """
+                for i in $(seq 16); do cmp '\(reference)' '\(mount.path("big.bin"))' & cat '\(mount.path("slow.txt"))' >/dev/null & done
+                fail=0; for job in $(jobs -p); do wait $job || fail=1; done; exit $fail
+                """
+            let result = runTool("/bin/sh", ["-c", script], timeout: 30)
+            #expect(result.succeeded, "\(result.stdout)\(result.stderr)")
+            #expect(mount.session.pendingDeferredRequestCount == 0)
+        }
+    }
+
+    @Test func signalHandlersEndTheLoopAndAreRemovedAfterwards() throws {
+        // A daemon started from a script may inherit SIGINT ignored; installSignalHandlers must still take it.
+        var original = sigaction()
+        sigaction(SIGINT, nil, &original)
+        defer { sigaction(SIGINT, &original, nil) }
+        _ = signal(SIGINT, SIG_IGN)
+        let mount = try TestMount(installSignalHandlers: true)
+        var installed = sigaction()
+        sigaction(SIGINT, nil, &installed)
+        #expect(unsafeBitCast(installed.__sigaction_handler.sa_handler, to: Int.self) > 1, "a real handler, not SIG_DFL/SIG_IGN")
+        // The loop thread, like every thread started from the test runner, blocks
+        // signals: as in a daemon whose signals land on the main thread, the
+        // handler runs elsewhere and the exit watcher must wake the loop.
+        let target = LockedBox<pthread_t?>(nil)
+        let done = LockedBox(false)
+        let receiver = Thread {
+            var set = sigset_t()
+            sigemptyset(&set)
+            sigaddset(&set, SIGTERM)
+            pthread_sigmask(SIG_UNBLOCK, &set, nil)
+            target.value = pthread_self()
+            while !done.value { usleep(2_000) }
+        }
+        receiver.start()
+        defer { done.value = true }
+        #expect(waitUntil(timeout: 5) { target.value != nil })
+        if let thread = target.value {
+            pthread_kill(thread, SIGTERM)
+        }
+        #expect(mount.waitForLoopEnd(timeout: 5), "SIGTERM must end run()")
+        #expect(mount.session.isTornDown)
+        var after = sigaction()
+        sigaction(SIGTERM, nil, &after)
+        #expect(after.__sigaction_handler.sa_handler == nil, "handlers removed at teardown (SIG_DFL)")
+        mount.stop()
+    }
+
+    @Test func exitBeforeRunMakesRunReturnAtOnce() throws {
+        let mount = try TestMount(exitBeforeRun: true)
+        #expect(mount.waitForLoopEnd(timeout: 5))
+        #expect(mount.session.isTornDown)
+        mount.stop()
+    }
+}

@@ -1,0 +1,115 @@
+import FUSEKit
+import Foundation
+import Testing
+
+/// Real mounts of `TestFileSystem`, checked with ordinary tools.
+/// Serialized: each test mounts its own temp dir, but one at a time keeps
+/// timing assertions meaningful on two cores.
+@Suite(.serialized, .enabled(if: MountEnvironment.hasFuseDevice, "/dev/fuse is missing: mount tests skipped"), .timeLimit(.minutes(1)))
+struct MountTests {
+    @Test func statShowsSizesModesAndTypes() throws {
+        try withTestMount { mount in
+            let hello = runTool("/usr/bin/stat", ["-c", "%s %a %F %h %Y", mount.path("hello.txt")])
+            #expect(hello.stdout == "13 444 regular file 1 1700000000\n", "\(hello.stderr)")
+            let dir = runTool("/usr/bin/stat", ["-c", "%a %F", mount.path("dir")])
+            #expect(dir.stdout == "555 directory\n", "\(dir.stderr)")
+            let link = runTool("/usr/bin/stat", ["-c", "%F %s", mount.path("link")])
+            #expect(link.stdout == "symbolic link 9\n", "\(link.stderr)")
+            let missing = runTool("/usr/bin/stat", [mount.path("missing")])
+            #expect(missing.status != 0)
+            #expect(missing.stderr.contains("No such file or directory"))
+        }
+    }
+
+    @Test(arguments: [true, false])
+    func listingsIncludeEveryEntry(readdirPlus: Bool) throws {
+        try withTestMount(readdirPlus: readdirPlus) { mount in
+            let root = runTool("/usr/bin/ls", ["-1a", mount.directory])
+            let expected = [".", "..", "big.bin", "dir", "drop.txt", "hang.txt", "hello.txt", "link", "lost.txt", "many", "slow.txt"]
+            #expect(root.stdout.split(separator: "\n").map(String.init) == expected, "\(root.stderr)")
+            // `ls -l` asks for security.* / system.posix_acl_* xattrs: they must fail quietly.
+            let long = runTool("/usr/bin/ls", ["-l", mount.path("dir")])
+            #expect(long.succeeded, "\(long.stderr)")
+            #expect(long.stdout.contains("-r--r--r-- 1 root root 7 "))
+            #expect(long.stdout.contains("nested.txt"))
+            // 300 long names need several readdir(plus) replies: paging must lose and repeat nothing.
+            let many = runTool("/usr/bin/ls", ["-1", mount.path("many")])
+            let names = many.stdout.split(separator: "\n")
+            #expect(names.count == TestFileSystem.manyCount)
+            #expect(Set(names).count == TestFileSystem.manyCount)
+            let flags = mount.fileSystem.events.withLock { $0.readdirPlusFlags }
+            #expect(flags.count > 3, "several pages")
+            #expect(flags.allSatisfy { $0 == readdirPlus }, "\(flags)")
+        }
+    }
+
+    @Test func readsContentsThroughFilesAndSymlinks() throws {
+        try withTestMount { mount in
+            #expect(runTool("/usr/bin/cat", [mount.path("hello.txt")]).stdout == "Hello, FUSE!\n")
+            #expect(runTool("/usr/bin/cat", [mount.path("link")]).stdout == "Hello, FUSE!\n")
+            #expect(runTool("/usr/bin/cat", [mount.path("dir/nested.txt")]).stdout == "nested\n")
+            #expect(runTool("/usr/bin/readlink", [mount.path("link")]).stdout == "hello.txt\n")
+        }
+    }
+
+    @Test func fileDescriptorBackedReadsMatchTheSource() throws {
+        try withTestMount { mount in
+            let reference = mount.directory + ".reference"
+            _ = FileManager.default.createFile(atPath: reference, contents: Data(TestMount.bigContents))
+            defer { unlink(reference) }
+            let compare = runTool("/usr/bin/cmp", [reference, mount.path("big.bin")], timeout: 20)
+            #expect(compare.succeeded, "\(compare.stdout)\(compare.stderr)")
+            // A read at an odd offset near the end exercises short replies.
+            let tail = runTool("/usr/bin/tail", ["-c", "5", mount.path("big.bin")])
+            #expect(Array(tail.stdoutData) == Array(TestMount.bigContents.suffix(5)))
+        }
+    }
+
+    @Test func extendedAttributes() throws {
+        try withTestMount { mount in
+            let value = runTool("/usr/bin/getfattr", ["-n", "user.test", "--only-values", mount.path("hello.txt")])
+            #expect(value.stdout == "value", "\(value.stderr)")
+            let dump = runTool("/usr/bin/getfattr", ["-d", mount.path("hello.txt")])
+            #expect(dump.stdout.contains("user.test=\"value\""), "\(dump.stderr)")
+            let missing = runTool("/usr/bin/getfattr", ["-n", "user.missing", mount.path("hello.txt")])
+            #expect(missing.status != 0)
+            #expect(missing.stderr.contains("No such attribute"))
+            let security = runTool("/usr/bin/getfattr", ["-n", "security.selinux", mount.path("hello.txt")])
+            #expect(security.status != 0)
+            #expect(security.stderr.contains("not supported"))
+        }
+    }
+
+    @Test func writesFailWithReadOnlyFileSystem() throws {
+        try withTestMount { mount in
+            let touch = runTool("/usr/bin/touch", [mount.path("new.txt")])
+            #expect(touch.status != 0)
+            #expect(touch.stderr.contains("Read-only file system"), "\(touch.stderr)")
+            let overwrite = runTool("/bin/sh", ["-c", "echo x > '\(mount.path("hello.txt"))'"])
+            #expect(overwrite.stderr.contains("Read-only file system"), "\(overwrite.stderr)")
+        }
+    }
+
+    @Test func mutationsReachRejectMutationWhenMountedWritable() throws {
+        try withTestMount(readOnly: false) { mount in
+            let touch = runTool("/usr/bin/touch", [mount.path("new.txt")])
+            #expect(touch.stderr.contains("Read-only file system"), "\(touch.stderr)")
+            let mkdir = runTool("/usr/bin/mkdir", [mount.path("newdir")])
+            #expect(mkdir.stderr.contains("Read-only file system"), "\(mkdir.stderr)")
+            let rejected = mount.fileSystem.events.withLock { $0.rejectedOperations }
+            #expect(rejected.contains("create"))
+            #expect(rejected.contains("mkdir"))
+        }
+    }
+
+    @Test func statfsReportsTheFileSystemStatistics() throws {
+        try withTestMount { mount in
+            let result = runTool("/usr/bin/stat", ["-f", "-c", "%S %b %f %a %c %d %l %T", mount.directory])
+            #expect(result.stdout == "4096 1000 10 5 50 0 255 fuseblk\n" || result.stdout.hasPrefix("4096 1000 10 5 50 0 255 "), "\(result.stdout)\(result.stderr)")
+            let mounts = (try? String(contentsOfFile: "/proc/mounts", encoding: .utf8)) ?? ""
+            let line = mounts.split(separator: "\n").first { $0.contains(" \(mount.directory) ") }
+            #expect(line?.contains("fuse.fusekittest ro,") == true, "\(line ?? "not mounted")")
+            #expect(line?.hasPrefix("fusekit-test,with") == true, "\(line ?? "not mounted")")
+        }
+    }
+}

@@ -1,0 +1,127 @@
+import FUSEKit
+import Foundation
+import Logging
+import Testing
+
+/// Environment facts the mount tests depend on.
+enum MountEnvironment {
+    static var hasFuseDevice: Bool { FileManager.default.fileExists(atPath: "/dev/fuse") }
+    static var isCI: Bool { ProcessInfo.processInfo.environment["CI"] == "true" }
+}
+
+/// One `TestFileSystem` mounted in a fresh temp dir, served by
+/// `FUSESession.run()` on a background thread. `stop()` always unmounts and
+/// never waits without a deadline.
+final class TestMount: @unchecked Sendable {
+    let directory: String
+    let fileSystem: TestFileSystem
+    let session: FUSESession
+    private let backingFile: String
+    private let backingDescriptor: Int32
+    private let finished = DispatchSemaphore(value: 0)
+    private let loopEnded = LockedBox(false)
+    private let runError = LockedBox<FUSEError?>(nil)
+
+    /// Contents of `big.bin`: a pattern that makes misplaced offsets visible.
+    static let bigContents: [UInt8] = (0..<(1 << 20) + 123).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 8) }
+
+    init(readOnly: Bool = true, readdirPlus: Bool = true, installSignalHandlers: Bool = false, exitBeforeRun: Bool = false) throws {
+        directory = try Self.makeTemporaryDirectory()
+        backingFile = directory + ".big"
+        _ = FileManager.default.createFile(atPath: backingFile, contents: Data(Self.bigContents))
+        backingDescriptor = Glibc.open(backingFile, O_RDONLY | O_CLOEXEC)
+        fileSystem = TestFileSystem(descriptor: backingDescriptor, descriptorSize: UInt64(Self.bigContents.count), readdirPlus: readdirPlus)
+        var logger = Logger(label: "fusekit.tests")
+        logger.logLevel = .info
+        let options = MountOptions(fsName: "fusekit-test,with\\comma", subtype: "fusekittest", readOnly: readOnly)
+        session = try FUSESession(fileSystem: fileSystem, options: options, logger: logger)
+        try session.mount(at: directory)
+        if installSignalHandlers {
+            try session.installSignalHandlers()
+        }
+        if exitBeforeRun {
+            session.exit()
+        }
+        let thread = Thread { [session, finished, runError] in
+            do throws(FUSEError) {
+                try session.run(maxIdleThreads: 4)
+            } catch {
+                runError.value = error
+            }
+            finished.signal()
+        }
+        thread.name = "fusekit-test-loop"
+        thread.start()
+    }
+
+    func path(_ relative: String) -> String {
+        directory + "/" + relative
+    }
+
+    /// Waits up to `timeout` seconds for `run()` to return.
+    func waitForLoopEnd(timeout: Double) -> Bool {
+        if loopEnded.value {
+            return true
+        }
+        let ended = finished.wait(timeout: .now() + timeout) == .success
+        if ended {
+            loopEnded.value = true
+        }
+        return ended
+    }
+
+    /// Stops the loop via `exit()`, falling back to a lazy unmount; records an issue if it will not stop.
+    func stop() {
+        session.exit()
+        var stopped = waitForLoopEnd(timeout: 10)
+        if !stopped {
+            Issue.record("FUSE loop did not stop after exit(); forcing a lazy unmount")
+            _ = runTool("/usr/bin/fusermount3", ["-u", "-z", directory], timeout: 10)
+            stopped = waitForLoopEnd(timeout: 10)
+        }
+        #expect(stopped, "the FUSE loop thread must end")
+        if let error = runError.value {
+            Issue.record("run() failed: \(error)")
+        }
+        close(backingDescriptor)
+        unlink(backingFile)
+        rmdir(directory)
+    }
+
+    private static func makeTemporaryDirectory() throws -> String {
+        let base = NSTemporaryDirectory().hasSuffix("/") ? NSTemporaryDirectory() : NSTemporaryDirectory() + "/"
+        var template = Array((base + "fusekit-XXXXXX").utf8CString)
+        guard let result = mkdtemp(&template) else {
+            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+        }
+        return String(cString: result)
+    }
+}
+
+/// Mounts a test filesystem, runs `body`, and always unmounts.
+func withTestMount(readOnly: Bool = true, readdirPlus: Bool = true, _ body: (TestMount) throws -> Void) throws {
+    let mount = try TestMount(readOnly: readOnly, readdirPlus: readdirPlus)
+    defer { mount.stop() }
+    try body(mount)
+}
+
+/// A value shared with a thread; for test plumbing only.
+final class LockedBox<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var storage: Value
+    init(_ value: Value) { storage = value }
+    var value: Value {
+        get { lock.withLock { storage } }
+        set { lock.withLock { storage = newValue } }
+    }
+}
+
+/// Polls `condition` every 5 ms until it holds or `timeout` seconds pass.
+func waitUntil(timeout: Double, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while !condition() {
+        if Date() > deadline { return false }
+        usleep(5_000)
+    }
+    return true
+}
