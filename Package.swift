@@ -89,12 +89,14 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "FUSEKitTests", dependencies: ["FUSEKit"]),
+        // Shared by the test targets: child processes reaped by PID, never by SIGCHLD.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "FUSEKitTests", dependencies: ["FUSEKit", "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ODRFSCoreTests", dependencies: ["ODRFSCore"]),
         .testTarget(name: "ODRFSBuildTests", dependencies: ["ODRFSBuild", "ODRFSCore"]),
         .testTarget(name: "ODRFSMountTests", dependencies: ["ODRFSMount", "ODRFSCore", "ODRFSStore", "ODRFSFetch", "ODRFSBuild", "CFuse3"]),
         // Real mounts driven through the built `odrfs` binary and real tools.
-        .testTarget(name: "MountTests", dependencies: ["ODRFSCore", "ODRFSMount", "CFuse3"]),
+        .testTarget(name: "MountTests", dependencies: ["ODRFSCore", "ODRFSMount", "CFuse3", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -86,8 +86,12 @@ struct AsyncReplyTests {
             _ = FileManager.default.createFile(atPath: reference, contents: Data(TestMount.bigContents))
             defer { unlink(reference) }
             let script = """
-                for i in $(seq 16); do cmp '\(reference)' '\(mount.path("big.bin"))' & cat '\(mount.path("slow.txt"))' >/dev/null & done
-                fail=0; for job in $(jobs -p); do wait $job || fail=1; done; exit $fail
+                pids=""
+                for i in $(seq 16); do
+                    cmp '\(reference)' '\(mount.path("big.bin"))' & pids="$pids $!"
+                    cat '\(mount.path("slow.txt"))' >/dev/null & pids="$pids $!"
+                done
+                fail=0; for pid in $pids; do wait $pid || fail=1; done; exit $fail
                 """
             let result = runTool("/bin/sh", ["-c", script], timeout: 30)
             #expect(result.succeeded, "\(result.stdout)\(result.stderr)")

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// The outcome of running a command-line tool.
 struct ToolResult {
@@ -10,52 +11,40 @@ struct ToolResult {
     var succeeded: Bool { !timedOut && status == 0 }
 }
 
-/// A running tool, so a test can signal it and wait with a deadline.
+/// A running tool, so a test can signal it and wait with a deadline. Spawned and
+/// reaped by PID (`ChildProcess`): FUSE worker threads can swallow SIGCHLD, which
+/// Foundation's `Process` depends on.
 final class RunningTool: @unchecked Sendable {
-    let process = Process()
-    private let done = DispatchSemaphore(value: 0)
-    private let output = Pipe()
-    private let errors = Pipe()
+    private let child: ChildProcess
+    private let outputPath = NSTemporaryDirectory() + "/fusekit-out-\(UUID().uuidString)"
+    private let errorPath = NSTemporaryDirectory() + "/fusekit-err-\(UUID().uuidString)"
 
     init(_ executable: String, _ arguments: [String]) throws {
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = FileHandle.nullDevice
-        process.terminationHandler = { [done] _ in done.signal() }
-        // The child inherits this thread's signal mask, and test runner threads
-        // block most signals: SIGINT would never reach the tool. Unblock while spawning.
-        var all = sigset_t()
-        var previous = sigset_t()
-        sigfillset(&all)
-        pthread_sigmask(SIG_UNBLOCK, &all, &previous)
-        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
-        try process.run()
+        child = try ChildProcess(executable, arguments, stdout: outputPath, stderr: errorPath)
+    }
+
+    deinit {
+        unlink(outputPath)
+        unlink(errorPath)
     }
 
     func signal(_ number: Int32) {
-        kill(process.processIdentifier, number)
+        child.signal(number)
     }
 
     /// Waits up to `timeout` seconds; on timeout kills the tool (SIGKILL) and waits a little more.
     func wait(timeout: Double) -> ToolResult {
         var timedOut = false
-        if done.wait(timeout: .now() + timeout) == .timedOut {
+        if !child.wait(timeout: .milliseconds(Int(timeout * 1000))) {
             timedOut = true
-            signal(SIGKILL)
-            _ = done.wait(timeout: .now() + 5)
+            child.stop()
         }
-        // A tool stuck in an uninterruptible FUSE wait still holds the pipes: do not read them.
-        guard !process.isRunning else {
+        guard let status = child.terminationStatus else {
             return ToolResult(status: -1, stdout: "", stdoutData: Data(), stderr: "still running after SIGKILL", timedOut: true)
         }
-        // Outputs are small; reading after exit cannot block on a full pipe for these tests.
-        let outData = output.fileHandleForReading.readDataToEndOfFile()
-        let out = String(decoding: outData, as: UTF8.self)
-        let err = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let status = process.terminationStatus
-        return ToolResult(status: status, stdout: out, stdoutData: outData, stderr: err, timedOut: timedOut)
+        let outData = FileManager.default.contents(atPath: outputPath) ?? Data()
+        let err = String(decoding: FileManager.default.contents(atPath: errorPath) ?? Data(), as: UTF8.self)
+        return ToolResult(status: status, stdout: String(decoding: outData, as: UTF8.self), stdoutData: outData, stderr: err, timedOut: timedOut)
     }
 }
 

@@ -83,7 +83,7 @@ struct MountBasicsTests {
             try Command.start("/bin/sh", ["-c", "cat \"$0\" > \"$1\"", fixture.mountpoint + "/" + paths[index % paths.count], outputs[index]])
         }
         let finished = eventually(timeout: .seconds(60)) { readers.allSatisfy { !$0.isRunning } }
-        readers.forEach(Command.stop)
+        readers.forEach { $0.stop() }
         #expect(finished)
         for (index, reader) in readers.enumerated() {
             #expect(reader.terminationStatus == 0)

@@ -38,7 +38,7 @@ extension BundleFileSystem {
         } else if size < bytes.count {
             request.replyError(.outOfRange)
         } else {
-            request.replyBytes(copying: bytes[...])
+            request.replyBytes(bytes[...])
         }
     }
 

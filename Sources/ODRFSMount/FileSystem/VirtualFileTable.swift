@@ -30,7 +30,7 @@ final class VirtualFileTable: Sendable {
         }
         let start = Int(min(max(offset, 0), Int64(content.count)))
         let end = min(start + size, content.count)
-        request.replyBytes(copying: content[start..<end])
+        request.replyBytes(content[start..<end])
     }
 
     func close(_ handle: FileHandleID) {
