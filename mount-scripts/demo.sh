@@ -24,15 +24,15 @@ step odrfs mount "$demo/dist" "$mnt" --cache "$demo/cache"
 step ls -l "$mnt" "$mnt/Italy"
 ls -l "$mnt" "$mnt/Italy"
 
-step "cat $mnt/.odrfs/status      # Iceland is initial-install, Italy and Japan are not downloaded"
+step "cat $mnt/.odrfs/status      # Iceland is initial-install; Japan is not downloaded"
 cat "$mnt/.odrfs/status"
 
-italy_file=$(find "$mnt/Italy" -type f | sort | head -1)
-step getfattr -d -m user.odrfs "$italy_file"
-getfattr -d -m user.odrfs "$italy_file"
+japan_file=$(find "$mnt/Japan" -type f -size +0 | sort | head -1)
+step getfattr -d -m user.odrfs "$japan_file"
+getfattr -d -m user.odrfs "$japan_file"
 
-step "head -c 300 '$italy_file'      # opening fetches the Italy pack"
-head -c 300 "$italy_file"; echo
+step "head -c 300 '$japan_file'      # opening fetches the Japan pack"
+head -c 300 "$japan_file"; echo
 
 step "cat $mnt/.odrfs/status"
 cat "$mnt/.odrfs/status"
