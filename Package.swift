@@ -14,6 +14,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         // The C boundary: libfuse3's low-level API plus shims for what Swift cannot call directly.
@@ -47,11 +48,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // The local pack cache: verified pack files, atomic publication, temp files.
+        // The local pack cache: verified pack files, atomic publication, the SQLite index, eviction policy.
         .target(
             name: "ODRFSStore",
             dependencies: [
                 "ODRFSCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -84,17 +86,19 @@ let package = Package(
             dependencies: [
                 "ODRFSCore",
                 "ODRFSBuild",
+                "ODRFSStore",
                 "ODRFSMount",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // Shared by the test targets: child processes reaped by PID, never by SIGCHLD.
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["ODRFSCore"], path: "Tests/TestSupport"),
         .testTarget(name: "FUSEKitTests", dependencies: ["FUSEKit", "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ODRFSCoreTests", dependencies: ["ODRFSCore"]),
         .testTarget(name: "ODRFSBuildTests", dependencies: ["ODRFSBuild", "ODRFSCore"]),
-        .testTarget(name: "ODRFSMountTests", dependencies: ["ODRFSMount", "ODRFSCore", "ODRFSStore", "ODRFSFetch", "ODRFSBuild", "CFuse3"]),
+        .testTarget(name: "ODRFSStoreTests", dependencies: ["ODRFSStore", "ODRFSCore", "TestSupport"]),
+        .testTarget(name: "ODRFSMountTests", dependencies: ["ODRFSMount", "ODRFSCore", "ODRFSStore", "ODRFSFetch", "ODRFSBuild", "CFuse3", "TestSupport"]),
         // Real mounts driven through the built `odrfs` binary and real tools.
         .testTarget(name: "MountTests", dependencies: ["ODRFSCore", "ODRFSMount", "CFuse3", "TestSupport"]),
     ],

@@ -24,8 +24,10 @@ public struct PackDownloader: Sendable {
     }
 
     /// Downloads `pack`, checks its size, whole-file SHA-256 and every chunk hash,
-    /// and publishes it at `store.path(of: pack)`. `progress` receives the bytes done so far.
-    public func fetch(_ pack: PackDescriptor, progress: (ByteCount) -> Void = { _ in }) async throws(FetchError) {
+    /// publishes it at `store.path(of: pack)` and records it in the cache index.
+    /// `progress` receives the bytes done so far.
+    @discardableResult
+    public func fetch(_ pack: PackDescriptor, progress: (ByteCount) -> Void = { _ in }) async throws(FetchError) -> CachedPack {
         let file = try temporaryFile(label: "pack")
         var verifier = PackVerifier(expected: pack, chunkSize: chunkSize)
         var done: Int64 = 0
@@ -41,7 +43,11 @@ public struct PackDownloader: Sendable {
             file.discard()
             throw FetchError(.corrupt, "pack '\(pack.id)' (\(pack.file)) from \(origin.displayName) failed verification: \(error)")
         }
-        try publish(file, to: store.path(of: pack))
+        do {
+            return try store.publish(file, as: pack, at: Date())
+        } catch {
+            throw Self.localError(error)
+        }
     }
 
     /// Downloads the file index and checks its size and SHA-256.

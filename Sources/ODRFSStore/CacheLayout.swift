@@ -6,6 +6,7 @@ import ODRFSCore
 ///
 /// ```
 /// <root>/lock            held (flock) by the one mount using this cache
+/// <root>/index.sqlite    the cache index (SQLite, WAL): packs, access times, priorities
 /// <root>/manifest.json   the manifest of the bundle version last mounted
 /// <root>/index/<sha>.odrx  verified file indexes
 /// <root>/packs/<sha>.tar   verified packs, named by content like on the origin
@@ -25,6 +26,7 @@ public struct CacheLayout: Sendable {
     public var indexDirectory: String { root + "/index" }
     public var temporaryDirectory: String { root + "/tmp" }
     public var lockFile: String { root + "/lock" }
+    public var indexFile: String { root + "/index.sqlite" }
     public var manifestFile: String { root + "/" + Manifest.fileName }
     public var logFile: String { root + "/odrfs.log" }
 

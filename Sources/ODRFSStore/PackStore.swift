@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ODRFSCore
+import Synchronization
 
 /// The local cache of verified packs and file indexes.
 ///
@@ -14,8 +15,10 @@ import ODRFSCore
 /// decides what to download and the fetcher streams into `makeTemporaryFile()`.
 public final class PackStore: Sendable {
     public let layout: CacheLayout
-    private let lockDescriptor: Int32
-    private let logger: Logger
+    /// The durable record of verified packs, access times and priority overrides.
+    public let index: CacheIndex
+    private let lockDescriptor: Mutex<Int32>
+    let logger: Logger
 
     /// Opens (creating if needed) the cache at `root` and takes its lock.
     public init(root: String, logger: Logger) throws(StoreError) {
@@ -28,27 +31,38 @@ public final class PackStore: Sendable {
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {
             let holder = (try? String(contentsOfFile: layout.lockFile, encoding: .utf8))?
                 .trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
-            close(fd)
+            Glibc.close(fd)
             let who = holder.isEmpty ? "another process" : "process \(holder)"
             throw StoreError(.locked, "cache directory \(root) is already in use by \(who); use another --cache directory or unmount the other mount first")
         }
         let pid = "\(getpid())\n"
         _ = ftruncate(fd, 0)
         _ = pid.withCString { pwrite(fd, $0, strlen($0), 0) }
+        let index: CacheIndex
+        do {
+            index = try CacheIndex(path: layout.indexFile)
+        } catch {
+            Glibc.close(fd)
+            throw error
+        }
         self.layout = layout
-        self.lockDescriptor = fd
+        self.index = index
+        self.lockDescriptor = Mutex(fd)
         self.logger = logger
         removeTemporaryFiles()
     }
 
     deinit {
-        close(lockDescriptor)
+        releaseLock()
     }
 
-    /// Whether a verified copy of `pack` is in the cache. A copy of the wrong size
-    /// (damaged outside ODRFS) is removed so that it gets downloaded again.
-    public func contains(_ pack: PackDescriptor) -> Bool {
-        contains(path: layout.path(of: pack), bytes: pack.bytes)
+    /// Releases the cache lock so another mount may use this directory. Idempotent;
+    /// the store must not be used afterwards.
+    public func releaseLock() {
+        lockDescriptor.withLock { fd in
+            if fd >= 0 { Glibc.close(fd) }
+            fd = -1
+        }
     }
 
     /// Whether a verified copy of the file index is in the cache.
@@ -102,13 +116,44 @@ public final class PackStore: Sendable {
         let dirfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if dirfd >= 0 {
             _ = fsync(dirfd)
-            close(dirfd)
+            Glibc.close(dirfd)
         }
     }
 
-    /// Deletes a cached pack (used when a cached copy proves corrupt).
-    public func remove(_ pack: PackDescriptor) {
-        unlink(layout.path(of: pack))
+    /// Publishes a verified pack download and records it in the index. Returns its record.
+    @discardableResult
+    public func publish(_ file: TemporaryFile, as pack: PackDescriptor, at date: Date) throws(StoreError) -> CachedPack {
+        let destination = layout.path(of: pack)
+        try publish(file, to: destination)
+        guard let identity = FileIdentity.of(path: destination) else {
+            throw StoreError.system("cannot stat published pack", path: destination)
+        }
+        let record = CachedPack(sha256: pack.sha256, packID: pack.id, bytes: pack.bytes, firstFetch: date, identity: identity)
+        do {
+            try index.save(record)
+        } catch {
+            unlink(destination)
+            throw error
+        }
+        return record
+    }
+
+    /// Deletes a cached pack file and its index row (eviction, or a copy proven corrupt).
+    /// The file goes first: a crash in between leaves a row without a file, which
+    /// reconciliation turns back into "not downloaded".
+    public func removePack(sha256: String) throws(StoreError) {
+        let path = layout.packsDirectory + "/" + sha256 + ".tar"
+        if unlink(path) != 0 && errno != ENOENT {
+            throw StoreError.system("cannot delete cached pack", path: path)
+        }
+        try index.removePack(sha256: sha256)
+    }
+
+    /// Bytes available to unprivileged users on the cache's filesystem (statvfs), if known.
+    public func availableBytes() -> Int64? {
+        var info = statvfs()
+        guard statvfs(layout.root, &info) == 0 else { return nil }
+        return Int64(info.f_bavail) * Int64(info.f_frsize)
     }
 
     /// Writes the manifest of the mounted bundle, so a later mount can tell what the cache holds.

@@ -11,7 +11,7 @@ import ODRFSStore
 /// reports "ready" or "error: …" on an inherited pipe; this process exits 0 or prints
 /// the error and exits 1. If the daemon dies without a word, its log is pointed to.
 enum Daemonizer {
-    static func startDaemon(configuration: MountConfiguration, logLevel: String) throws {
+    static func startDaemon(configuration: MountConfiguration, logLevel: String, passing extraArguments: [String] = []) throws {
         let cacheDirectory = configuration.resolvedCacheDirectory
         try FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
         let logFile = CacheLayout(root: cacheDirectory).logFile
@@ -25,6 +25,7 @@ enum Daemonizer {
         var arguments = ["odrfs", "mount", configuration.origin, configuration.mountpoint,
                          "--cache", cacheDirectory, "--foreground", "--ready-fd", String(writeEnd),
                          "--log-level", logLevel]
+        arguments += extraArguments
         if !configuration.fuseOptions.isEmpty {
             arguments += ["-o", configuration.fuseOptions.joined(separator: ",")]
         }

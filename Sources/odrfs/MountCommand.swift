@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
 import Logging
+import ODRFSCore
 import ODRFSMount
+import ODRFSStore
 
 /// `odrfs mount <origin> <mountpoint>`: returns once the mount is ready.
 struct MountCommand: AsyncParsableCommand {
@@ -26,6 +28,15 @@ struct MountCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Cache directory (default: one per origin under ~/.cache/odrfs, or /var/cache/odrfs for root).")
     var cache: String?
 
+    @Option(name: .long, help: "Cache budget (e.g. 500M, 2G): above it, unused packs are purged (lowest preservation priority, then least recently used) down to 75 %.")
+    var cacheSize: ByteCountArgument?
+
+    @Option(name: .long, help: "Keep at least this much free on the cache's filesystem (e.g. 1G); purges down to 125 % of it.")
+    var minFree: ByteCountArgument?
+
+    @Option(name: .long, help: "Most bytes of packs in use at once before explicit tag requests fail (default 2G, as in ODR).")
+    var maxInUse: ByteCountArgument?
+
     @Flag(name: .long, help: "Stay in the foreground and log to stderr.")
     var foreground = false
 
@@ -41,8 +52,16 @@ struct MountCommand: AsyncParsableCommand {
         var configuration = MountConfiguration(origin: origin, mountpoint: mountpoint, cacheDirectory: cache)
         configuration.fuseOptions = fuseOptions.flatMap { $0.split(separator: ",").map(String.init) }
         configuration.cacheDirectory = configuration.resolvedCacheDirectory
+        configuration.limits = CacheLimits(
+            budget: cacheSize?.value, minimumFree: minFree?.value,
+            maximumInUse: maxInUse?.value ?? CacheLimits.defaultMaximumInUse
+        )
         if !foreground {
-            try Daemonizer.startDaemon(configuration: configuration, logLevel: logging.logLevel)
+            var passing: [String] = []
+            if let cacheSize { passing += ["--cache-size", cacheSize.text] }
+            if let minFree { passing += ["--min-free", minFree.text] }
+            if let maxInUse { passing += ["--max-in-use", maxInUse.text] }
+            try Daemonizer.startDaemon(configuration: configuration, logLevel: logging.logLevel, passing: passing)
             return
         }
         let logger = logging.makeLogger(label: "odrfs.mount")
@@ -78,5 +97,17 @@ struct ReadinessReporter {
         guard let descriptor else { return }
         _ = line.withCString { write(descriptor, $0, strlen($0)) }
         close(descriptor)
+    }
+}
+
+/// A size on the command line: `512M`, `2G`, `1.5GiB`, `1048576`.
+struct ByteCountArgument: ExpressibleByArgument, Sendable {
+    let value: ByteCount
+    let text: String
+
+    init?(argument: String) {
+        guard let value = ByteCount(parsing: argument), value.value >= 0 else { return nil }
+        self.value = value
+        self.text = argument
     }
 }

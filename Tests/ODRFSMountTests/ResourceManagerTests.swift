@@ -4,6 +4,7 @@ import ODRFSCore
 import ODRFSFetch
 @testable import ODRFSMount
 import ODRFSStore
+import TestSupport
 import Testing
 
 @Suite("ResourceManager")
@@ -19,7 +20,7 @@ struct ResourceManagerTests {
         let logger = Logger(label: "test")
         let store = try PackStore(root: cache, logger: logger)
         let downloader = PackDownloader(origin: origin, store: store, chunkSize: bundle.manifest.chunkSize, logger: logger)
-        return ResourceManager(manifest: bundle.manifest, store: store, downloader: downloader, logger: logger, clock: clock)
+        return try ResourceManager(manifest: bundle.manifest, store: store, downloader: downloader, logger: logger, clock: clock)
     }
 
     @Test("32 concurrent retains of a remote pack cause exactly one download")
@@ -134,6 +135,7 @@ struct ResourceManagerTests {
         do {
             let manager = try makeManager(origin: origin, cache: cache.path)
             try await manager.makeLocal(level1)
+            manager.shutdown()
         }
         let restarted = try makeManager(origin: origin, cache: cache.path)
         #expect(restarted.state(of: level1) == .downloaded)
@@ -156,19 +158,3 @@ func waitUntil(timeout: Duration = .seconds(10), _ condition: () -> Bool) async 
     }
 }
 
-/// A directory removed at the end of the test.
-final class TemporaryDirectory: Sendable {
-    let path: String
-
-    init() throws {
-        var template = Array((NSTemporaryDirectory() + "/odrfs-test.XXXXXX").utf8CString)
-        guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
-            throw CocoaError(.fileWriteUnknown)
-        }
-        path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-    }
-
-    deinit {
-        try? FileManager.default.removeItem(atPath: path)
-    }
-}

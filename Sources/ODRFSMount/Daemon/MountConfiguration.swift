@@ -11,6 +11,8 @@ public struct MountConfiguration: Sendable {
     public var cacheDirectory: String?
     /// Extra `-o` options for the kernel mount (e.g. `allow_other`).
     public var fuseOptions: [String]
+    /// `--cache-size`, `--min-free` and `--max-in-use`.
+    public var limits = CacheLimits()
     /// The largest manifest accepted from an origin; guards against a hostile origin.
     public var manifestLimit = ByteCount(64 << 20)
 

@@ -57,7 +57,12 @@ public final class MountDaemon: Sendable {
         } catch {
             throw MountError("cannot write to cache: \(error)")
         }
-        let manager = ResourceManager(manifest: manifest, store: store, downloader: downloader, logger: logger)
+        let manager: ResourceManager
+        do {
+            manager = try ResourceManager(manifest: manifest, store: store, downloader: downloader, limits: configuration.limits, logger: logger)
+        } catch {
+            throw MountError("cannot read the cache index: \(error)")
+        }
         try await installInitialPacks(manager: manager, logger: logger)
 
         let fileSystem = BundleFileSystem(index: index, manager: manager, logger: logger)
@@ -94,6 +99,11 @@ public final class MountDaemon: Sendable {
     public func run() async {
         let session = self.session
         let logger = self.logger
+        let maintenance = Task.detached(priority: .utility) { [manager] in await manager.runMaintenance() }
+        defer {
+            maintenance.cancel()
+            manager.shutdown()
+        }
         await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in
             let thread = Thread {
                 do {

@@ -1,5 +1,6 @@
 import Foundation
 import ODRFSCore
+import ODRFSStore
 
 /// Renders the per-pack table shown at `<mountpoint>/.odrfs/status`.
 ///
@@ -14,8 +15,8 @@ public struct StatusRenderer: Sendable {
         self.manifest = manifest
     }
 
-    public func render(_ packs: [PackStatus]) -> String {
-        let header = ["PACK", "TAGS", "STATE", "BYTES", "RETAINS", "FETCHES", "LAST-ACCESS"]
+    public func render(_ packs: [PackStatus], cache: CacheStatus) -> String {
+        let header = ["PACK", "TAGS", "STATE", "BYTES", "RETAINS", "FETCHES", "PRIORITY", "LAST-ACCESS"]
         var rows = [header]
         for pack in packs {
             rows.append([
@@ -25,6 +26,7 @@ public struct StatusRenderer: Sendable {
                 String(pack.bytes.value),
                 String(pack.retainCount),
                 String(pack.fetchCount),
+                String(format: "%.2f", pack.preservationPriority),
                 pack.lastAccess.map(Self.timestamp) ?? "-",
             ])
         }
@@ -34,6 +36,16 @@ public struct StatusRenderer: Sendable {
         let totalBytes = packs.reduce(Int64(0)) { $0 + $1.bytes.value }
         let inUseBytes = packs.filter { $0.state == .inUse }.reduce(Int64(0)) { $0 + $1.bytes.value }
         text += "total: \(local.count)/\(packs.count) packs local, \(localBytes)/\(totalBytes) bytes local, \(inUseBytes) bytes in use\n"
+        var cacheLine = "cache: \(cache.cachedBytes) bytes cached"
+        cacheLine += ", \(cache.reservedBytes) reserved"
+        if cache.orphanBytes > 0 { cacheLine += " (\(cache.orphanBytes) from older bundle versions)" }
+        cacheLine += ", budget " + (cache.limits.budget.map { "\($0.value)" } ?? "none")
+        cacheLine += ", free " + (cache.availableBytes.map { "\($0)" } ?? "unknown")
+        if let minimumFree = cache.limits.minimumFree { cacheLine += " (min \(minimumFree.value))" }
+        cacheLine += ", in use \(cache.inUseBytes)/\(cache.limits.maximumInUse.value)"
+        cacheLine += ", evictions \(cache.evictionCount)"
+        if cache.isOverBudget { cacheLine += ", OVER BUDGET (retained packs cannot be purged)" }
+        text += cacheLine + "\n"
         return text
     }
 

@@ -26,4 +26,6 @@ public struct PackStatus: Sendable {
     public var lastAccess: Date?
     /// Completed downloads of this pack since the mount started.
     public var fetchCount: Int
+    /// The highest preservation priority of its tags.
+    public var preservationPriority: Double
 }

@@ -11,10 +11,7 @@ extension ResourceManager {
         // Fast path: no continuation, no task.
         let wasLocal = state.withLock { state -> Bool in
             guard state.slots[index].isLocal else { return false }
-            if retains {
-                state.slots[index].retainCount += 1
-                state.slots[index].lastAccess = now
-            }
+            if retains { Self.retain(&state.slots[index], at: now) }
             return true
         }
         if wasLocal { return }
@@ -45,10 +42,7 @@ extension ResourceManager {
         let outcome = state.withLock { state -> Outcome in
             if state.slots[index].isLocal {
                 // Became local between the fast path and now.
-                if retains {
-                    state.slots[index].retainCount += 1
-                    state.slots[index].lastAccess = now
-                }
+                if retains { Self.retain(&state.slots[index], at: now) }
                 return .resumeNow
             }
             // The cancellation handler may have run before we registered; it found
@@ -57,6 +51,8 @@ extension ResourceManager {
             let waiter = Waiter(continuation: continuation, retains: retains)
             if state.slots[index].download == nil {
                 state.slots[index].download = Download(waiters: [waiterID: waiter])
+                // Reserve before starting, so concurrent downloads cannot overshoot together.
+                state.reservedBytes += manifest.pack(pack).bytes.value
                 return .startDownload
             }
             state.slots[index].download!.waiters[waiterID] = waiter
@@ -90,6 +86,7 @@ extension ResourceManager {
             let started = ContinuousClock.now
             let result: Result<Void, FetchError>
             do throws(FetchError) {
+                try makeRoom(for: pack)
                 try await downloader.fetch(descriptor) { done in
                     self.state.withLock { $0.slots[Int(pack.rawValue)].download?.bytesDone = done.value }
                 }
@@ -107,12 +104,14 @@ extension ResourceManager {
         let waiters = state.withLock { state -> [Waiter] in
             let waiters = Array(state.slots[index].download?.waiters.values ?? [:].values)
             state.slots[index].download = nil
+            state.reservedBytes -= manifest.pack(pack).bytes.value
             if case .success = result {
                 state.slots[index].isLocal = true
                 state.slots[index].fetchCount += 1
-                let retaining = waiters.filter(\.retains).count
-                state.slots[index].retainCount += retaining
-                if retaining > 0 { state.slots[index].lastAccess = now }
+                state.cachedBytes += manifest.pack(pack).bytes.value
+                for waiter in waiters where waiter.retains {
+                    Self.retain(&state.slots[index], at: now)
+                }
             }
             return waiters
         }
@@ -124,6 +123,8 @@ extension ResourceManager {
                 "waiters": "\(waiters.count)", "duration": "\(duration)",
             ])
             for waiter in waiters { waiter.continuation.resume() }
+            // The new pack may have pushed the cache over its limits.
+            purgerWakeups.yield("download")
         case .failure(let error):
             logger.error("pack fetch failed", metadata: ["pack.id": "\(descriptor.id)", "error": "\(error)", "waiters": "\(waiters.count)"])
             for waiter in waiters { waiter.continuation.resume(throwing: error) }

@@ -5,24 +5,36 @@ import ODRFSFetch
 import ODRFSStore
 import Synchronization
 
-/// Owns every pack's state: local or not, downloads in flight, retains and access times.
+/// Owns every pack's state: local or not, downloads in flight, retains, access
+/// times, cache accounting and eviction.
 ///
 /// - Single-flight: however many callers want a pack, one download runs; callers wait
 ///   as *waiters* on it. A waiter that is cancelled (a FUSE interrupt) leaves alone;
 ///   the download goes on for the others.
-/// - Retains are taken under the same lock that publishes a finished download, so a
-///   pack is never observed local-but-unretained by a waiter that asked for a retain.
-/// - Nothing here blocks: the lock guards plain bookkeeping only, downloads run in tasks.
+/// - Retains are taken under the same lock that publishes a finished download or
+///   evicts a pack, so a retained pack is never evicted and a waiter never receives a
+///   pack that is already gone.
+/// - Accounting: `cachedBytes` is the size of verified packs on disk; a download
+///   reserves its bytes (`reservedBytes`) before it starts, so concurrent downloads
+///   never overshoot the budget together.
+/// - Nothing here blocks for long: the lock guards bookkeeping, downloads and the
+///   purger run in tasks, and index writes happen outside the lock.
 ///
-/// Invariants (checked under the lock): `retainCount >= 0`; a slot with a download in
-/// flight is not local; waiters exist only while a download is in flight.
+/// Invariants (under the lock): `retainCount >= 0`; a slot with a download in flight
+/// is not local; waiters exist only while a download is in flight; `cachedBytes` is
+/// the sum of local slots' and orphans' bytes; `reservedBytes` the sum of in-flight
+/// downloads' bytes.
 public final class ResourceManager: Sendable {
     public let manifest: Manifest
+    public let limits: CacheLimits
     let store: PackStore
     let downloader: PackDownloader
     let logger: Logger
     let clock: @Sendable () -> Date
+    let availableBytes: @Sendable () -> Int64?
     let state: Mutex<State>
+    let purgerWakeups: AsyncStream<String>.Continuation
+    let purgerEvents: AsyncStream<String>
 
     struct Waiter {
         var continuation: CheckedContinuation<Void, any Error>
@@ -38,29 +50,59 @@ public final class ResourceManager: Sendable {
         var isLocal = false
         var retainCount = 0
         var lastAccess: Date?
+        /// Accesses not yet written to the cache index.
+        var unsavedAccesses: Int64 = 0
         var download: Download?
         var fetchCount = 0
+        var priority: Double = 0
     }
 
     struct State {
         var slots: [Slot]
+        /// Verified packs of other bundle versions, by content hash: evicted first.
+        var orphans: [String: CachedPack]
+        var cachedBytes: Int64 = 0
+        var reservedBytes: Int64 = 0
+        var priorityOverrides: [Tag: Double]
+        var evictionCount = 0
         var nextWaiterID: UInt64 = 0
     }
 
+    /// Reconciles the cache with the index, then starts with what is verified on disk.
     public init(
         manifest: Manifest,
         store: PackStore,
         downloader: PackDownloader,
+        limits: CacheLimits = CacheLimits(),
         logger: Logger,
-        clock: @escaping @Sendable () -> Date = Date.init
-    ) {
+        clock: @escaping @Sendable () -> Date = Date.init,
+        availableBytes: (@Sendable () -> Int64?)? = nil
+    ) throws(StoreError) {
         self.manifest = manifest
+        self.limits = limits
         self.store = store
         self.downloader = downloader
         self.logger = logger
         self.clock = clock
-        let slots = manifest.packs.map { Slot(isLocal: store.contains($0)) }
-        self.state = Mutex(State(slots: slots))
+        self.availableBytes = availableBytes ?? { [store] in store.availableBytes() }
+        (purgerEvents, purgerWakeups) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(1))
+
+        let report = try store.reconcile(expected: manifest.packs, chunkSize: manifest.chunkSize, now: clock())
+        let overrides = try store.index.priorityOverrides()
+        var orphans = report.packs
+        var slots: [Slot] = []
+        for pack in manifest.packs {
+            var slot = Slot()
+            if let record = orphans.removeValue(forKey: pack.sha256.hex) {
+                slot.isLocal = true
+                slot.lastAccess = record.lastAccess
+            }
+            slots.append(slot)
+        }
+        var state = State(slots: slots, orphans: orphans, priorityOverrides: overrides)
+        state.cachedBytes = report.packs.values.reduce(0) { $0 + $1.bytes }
+        Self.assignPriorities(&state, manifest: manifest)
+        self.state = Mutex(state)
     }
 
     // MARK: Access
@@ -72,8 +114,7 @@ public final class ResourceManager: Sendable {
         return state.withLock { state in
             let index = Int(pack.rawValue)
             guard state.slots[index].isLocal else { return false }
-            state.slots[index].retainCount += 1
-            state.slots[index].lastAccess = now
+            Self.retain(&state.slots[index], at: now)
             return true
         }
     }
@@ -93,24 +134,32 @@ public final class ResourceManager: Sendable {
     /// Drops one retain of `pack`. An unbalanced release is logged and ignored,
     /// so a count can never go negative.
     public func release(_ pack: PackNumber) {
-        let underflow = state.withLock { state -> Bool in
+        let outcome = state.withLock { state -> (underflow: Bool, nowUnretained: Bool) in
             let index = Int(pack.rawValue)
-            guard state.slots[index].retainCount > 0 else { return true }
+            guard state.slots[index].retainCount > 0 else { return (true, false) }
             state.slots[index].retainCount -= 1
-            return false
+            return (false, state.slots[index].retainCount == 0)
         }
-        if underflow {
+        if outcome.underflow {
             logger.error("release without retain ignored", metadata: ["pack.id": "\(manifest.pack(pack).id)"])
+        } else if outcome.nowUnretained && limits.budget != nil {
+            // A pack held over budget may be purged now.
+            purgerWakeups.yield("released")
         }
     }
 
     /// Records that the cached copy of `pack` vanished (e.g. deleted by hand), so the
     /// next open downloads it again instead of failing forever.
     public func markMissing(_ pack: PackNumber) {
+        let bytes = manifest.pack(pack).bytes.value
         state.withLock { state in
             let index = Int(pack.rawValue)
-            if state.slots[index].download == nil { state.slots[index].isLocal = false }
+            if state.slots[index].download == nil && state.slots[index].isLocal {
+                state.slots[index].isLocal = false
+                state.cachedBytes -= bytes
+            }
         }
+        try? store.index.removePack(sha256: manifest.pack(pack).sha256.hex)
         logger.warning("cached pack missing; it will be downloaded again", metadata: ["pack.id": "\(manifest.pack(pack).id)"])
     }
 
@@ -119,28 +168,19 @@ public final class ResourceManager: Sendable {
         store.path(of: manifest.pack(pack))
     }
 
-    // MARK: Status
-
-    public func state(of pack: PackNumber) -> PackState {
-        state.withLock { Self.packState($0.slots[Int(pack.rawValue)]) }
+    static func retain(_ slot: inout Slot, at now: Date) {
+        slot.retainCount += 1
+        slot.lastAccess = now
+        slot.unsavedAccesses += 1
     }
 
-    /// A consistent snapshot of every pack, in manifest order.
-    public func status() -> [PackStatus] {
-        let slots = state.withLock { $0.slots }
-        return zip(manifest.packs, slots).enumerated().map { offset, element in
-            let (pack, slot) = element
-            return PackStatus(
-                number: PackNumber(UInt32(offset)), id: pack.id, tags: pack.tags, bytes: pack.bytes,
-                state: Self.packState(slot), bytesDownloaded: ByteCount(slot.download?.bytesDone ?? 0),
-                retainCount: slot.retainCount, lastAccess: slot.lastAccess, fetchCount: slot.fetchCount
-            )
+    /// A pack's preservation priority is the highest of its tags' (override, else the
+    /// manifest's default); base resources are never purged, so theirs is irrelevant.
+    static func assignPriorities(_ state: inout State, manifest: Manifest) {
+        for (offset, pack) in manifest.packs.enumerated() {
+            state.slots[offset].priority = pack.tags.map { tag in
+                state.priorityOverrides[tag] ?? manifest.preservationPriority(of: tag)
+            }.max() ?? 0
         }
-    }
-
-    private static func packState(_ slot: Slot) -> PackState {
-        if slot.download != nil { return .downloading }
-        if !slot.isLocal { return .notDownloaded }
-        return slot.retainCount > 0 ? .inUse : .downloaded
     }
 }

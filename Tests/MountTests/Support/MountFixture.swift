@@ -88,7 +88,7 @@ final class MountFixture {
     func status() throws -> [String: [String]] {
         let text = try String(contentsOfFile: mountpoint + "/.odrfs/status", encoding: .utf8)
         var rows: [String: [String]] = [:]
-        for line in text.split(separator: "\n").dropFirst() where !line.hasPrefix("total:") {
+        for line in text.split(separator: "\n").dropFirst() where !line.hasPrefix("total:") && !line.hasPrefix("cache:") {
             let columns = line.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
             if let id = columns.first { rows[id] = columns }
         }

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import ODRFSCore
 import ODRFSStore
+import TestSupport
 import Testing
 
 @Suite("PackStore")
@@ -48,18 +49,5 @@ struct PackStoreTests {
         try store.publish(file, to: cache.path + "/packs/x.tar")
         #expect(FileManager.default.contents(atPath: cache.path + "/packs/x.tar") == Data(repeating: 9, count: 10))
         #expect(try FileManager.default.contentsOfDirectory(atPath: cache.path + "/tmp").isEmpty)
-    }
-
-    @Test("a cached pack of the wrong size is removed, not trusted")
-    func wrongSizeIsNotLocal() throws {
-        let cache = try TemporaryDirectory()
-        let bundle = SyntheticBundle(packContents: [(.base, SyntheticBundle.bytes(100, seed: 1))])
-        let store = try PackStore(root: cache.path, logger: Logger(label: "test"))
-        let pack = bundle.manifest.packs[0]
-        _ = FileManager.default.createFile(atPath: store.path(of: pack), contents: Data([1, 2, 3]))
-        #expect(!store.contains(pack))
-        #expect(!FileManager.default.fileExists(atPath: store.path(of: pack)))
-        _ = FileManager.default.createFile(atPath: store.path(of: pack), contents: Data(bundle.files[pack.file]!))
-        #expect(store.contains(pack))
     }
 }

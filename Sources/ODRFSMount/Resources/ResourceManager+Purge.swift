@@ -1,0 +1,136 @@
+import Foundation
+import Logging
+import ODRFSCore
+import ODRFSFetch
+import ODRFSStore
+
+/// What an explicit purge did.
+public struct PurgeReport: Sendable {
+    /// Packs deleted, with their bytes.
+    public var evicted: [(id: String, bytes: Int64)] = []
+    /// Local packs that matched but are retained (open files or held requests): kept.
+    public var kept: [PackID] = []
+}
+
+extension ResourceManager {
+    /// Before a download: frees what the limits require, counting this download's
+    /// reservation; fails with `.noSpace` if the pack cannot fit on disk even after
+    /// purging everything unretained. Exceeding the byte budget is allowed here — the
+    /// caller will retain the pack — and reported in status.
+    func makeRoom(for pack: PackNumber) throws(FetchError) {
+        let bytes = manifest.pack(pack).bytes.value
+        purgeForPressure(reason: "making room for pack '\(manifest.pack(pack).id)'")
+        guard let available = availableBytes(), available < bytes else { return }
+        // Not even the bytes themselves fit: purge whatever it takes.
+        let freed = evict(freeing: bytes - available, reason: "disk full", matching: { _ in true })
+        if let after = availableBytes(), after < bytes {
+            throw FetchError(.noSpace, "no space for pack '\(manifest.pack(pack).id)' (\(ByteCount(bytes))) in the cache at \(store.layout.root): \(ByteCount(after)) free after purging \(ByteCount(freed)) of unused packs")
+        }
+    }
+
+    /// Deletes unretained packs if the cache is above its budget or below its free-space
+    /// floor, down to the low watermarks. Returns the bytes freed.
+    @discardableResult
+    public func purgeForPressure(reason: String) -> Int64 {
+        let (cached, reserved) = state.withLock { ($0.cachedBytes, $0.reservedBytes) }
+        let needed = limits.bytesToFree(cached: cached, reserved: reserved, available: limits.minimumFree == nil ? nil : availableBytes())
+        guard needed > 0 else { return 0 }
+        let freed = evict(freeing: needed, reason: reason, matching: { _ in true })
+        if freed < needed {
+            let status = cacheStatus()
+            logger.warning("cache over its limits: retained packs cannot be purged", metadata: [
+                "cache.bytes": "\(status.cachedBytes)", "cache.reserved": "\(status.reservedBytes)",
+                "cache.inUse": "\(status.inUseBytes)", "cache.budget": "\(limits.budget?.value ?? -1)",
+            ])
+        }
+        return freed
+    }
+
+    /// Deletes every unretained local pack whose pack number satisfies `matching`
+    /// (`odrfs purge`); retained ones are reported as kept. Base is never purged.
+    @discardableResult
+    public func purgeNow(matching: @escaping (PackNumber) -> Bool) -> PurgeReport {
+        var report = PurgeReport()
+        report.kept = state.withLock { state in
+            state.slots.indices.filter { index in
+                index > 0 && state.slots[index].isLocal && state.slots[index].retainCount > 0 && matching(PackNumber(UInt32(index)))
+            }.map { manifest.packs[$0].id }
+        }
+        report.evicted = evictAll(reason: "requested", matching: matching)
+        return report
+    }
+
+    /// Chooses victims with `EvictionPlanner` and deletes them. Returns bytes freed.
+    func evict(freeing needed: Int64, reason: String, matching: (PackNumber) -> Bool) -> Int64 {
+        let victims = state.withLock { state -> [Victim] in
+            let plan = EvictionPlanner.plan(freeing: needed, from: candidates(state, matching: matching))
+            return plan.map { take($0.key, from: &state) }
+        }
+        return delete(victims, reason: reason).reduce(0) { $0 + $1.bytes }
+    }
+
+    private func evictAll(reason: String, matching: (PackNumber) -> Bool) -> [(id: String, bytes: Int64)] {
+        let victims = state.withLock { state -> [Victim] in
+            candidates(state, matching: matching).filter { $0.priority >= 0 }.map { take($0.key, from: &state) }
+        }
+        return delete(victims, reason: reason)
+    }
+
+    struct Victim {
+        var sha256: String
+        var id: String
+        var bytes: Int64
+        var priority: Double
+        var lastAccess: Date?
+    }
+
+    /// Eviction candidates: local, unretained, not base, not downloading; plus packs of
+    /// other bundle versions (priority -1, first to go).
+    private func candidates(_ state: State, matching: (PackNumber) -> Bool) -> [EvictionCandidate] {
+        var result: [EvictionCandidate] = []
+        for index in state.slots.indices.dropFirst() {
+            let slot = state.slots[index]
+            guard slot.isLocal, slot.retainCount == 0, slot.download == nil, matching(PackNumber(UInt32(index))) else { continue }
+            let pack = manifest.packs[index]
+            result.append(EvictionCandidate(key: pack.sha256.hex, bytes: pack.bytes.value, priority: slot.priority, lastAccess: slot.lastAccess))
+        }
+        for orphan in state.orphans.values {
+            result.append(EvictionCandidate(key: orphan.sha256, bytes: orphan.bytes, priority: -1, lastAccess: orphan.lastAccess))
+        }
+        return result
+    }
+
+    /// Marks a candidate gone under the lock and deletes its file right away, so no
+    /// open can retain it and no new download of it can be published before the
+    /// file is gone. The index row is removed later, outside the lock.
+    private func take(_ sha256: String, from state: inout State) -> Victim {
+        let path = store.layout.packsDirectory + "/" + sha256 + ".tar"
+        state.evictionCount += 1
+        if let orphan = state.orphans.removeValue(forKey: sha256) {
+            state.cachedBytes -= orphan.bytes
+            unlink(path)
+            return Victim(sha256: sha256, id: orphan.packID + " (older bundle version)", bytes: orphan.bytes, priority: -1, lastAccess: orphan.lastAccess)
+        }
+        let index = manifest.packs.firstIndex { $0.sha256.hex == sha256 }!
+        state.slots[index].isLocal = false
+        state.cachedBytes -= manifest.packs[index].bytes.value
+        unlink(path)
+        return Victim(sha256: sha256, id: manifest.packs[index].id.rawValue, bytes: manifest.packs[index].bytes.value,
+                      priority: state.slots[index].priority, lastAccess: state.slots[index].lastAccess)
+    }
+
+    private func delete(_ victims: [Victim], reason: String) -> [(id: String, bytes: Int64)] {
+        for victim in victims {
+            do {
+                try store.removePack(sha256: victim.sha256)
+            } catch {
+                logger.error("cannot remove evicted pack from the cache index", metadata: ["pack.id": "\(victim.id)", "error": "\(error)"])
+            }
+            logger.notice("evicted pack", metadata: [
+                "pack.id": "\(victim.id)", "pack.bytes": "\(victim.bytes)", "reason": "\(reason)",
+                "pack.priority": "\(victim.priority)", "pack.lastAccess": "\(victim.lastAccess.map { "\($0)" } ?? "never")",
+            ])
+        }
+        return victims.map { ($0.id, $0.bytes) }
+    }
+}

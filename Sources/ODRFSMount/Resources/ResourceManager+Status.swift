@@ -1,0 +1,64 @@
+import Foundation
+import ODRFSCore
+import ODRFSStore
+
+/// Cache-wide figures for status displays.
+public struct CacheStatus: Sendable {
+    /// Bytes of verified packs on disk (this bundle's and other versions').
+    public var cachedBytes: Int64
+    /// Bytes reserved by downloads in flight.
+    public var reservedBytes: Int64
+    /// Bytes of packs of other bundle versions still cached.
+    public var orphanBytes: Int64
+    /// Bytes of retained (in-use) packs.
+    public var inUseBytes: Int64
+    public var limits: CacheLimits
+    /// Free space on the cache's filesystem, if known.
+    public var availableBytes: Int64?
+    /// True when retained packs hold the cache above its budget (they cannot be purged).
+    public var isOverBudget: Bool
+    /// Packs evicted since the mount started.
+    public var evictionCount: Int
+}
+
+extension ResourceManager {
+    public func state(of pack: PackNumber) -> PackState {
+        state.withLock { Self.packState($0.slots[Int(pack.rawValue)]) }
+    }
+
+    /// A consistent snapshot of every pack, in manifest order.
+    public func status() -> [PackStatus] {
+        let slots = state.withLock { $0.slots }
+        return zip(manifest.packs, slots).enumerated().map { offset, element in
+            let (pack, slot) = element
+            return PackStatus(
+                number: PackNumber(UInt32(offset)), id: pack.id, tags: pack.tags, bytes: pack.bytes,
+                state: Self.packState(slot), bytesDownloaded: ByteCount(slot.download?.bytesDone ?? 0),
+                retainCount: slot.retainCount, lastAccess: slot.lastAccess, fetchCount: slot.fetchCount,
+                preservationPriority: slot.priority
+            )
+        }
+    }
+
+    public func cacheStatus() -> CacheStatus {
+        let available = availableBytes()
+        return state.withLock { state in
+            let inUse = zip(manifest.packs, state.slots).reduce(Int64(0)) { sum, element in
+                element.1.retainCount > 0 ? sum + element.0.bytes.value : sum
+            }
+            return CacheStatus(
+                cachedBytes: state.cachedBytes, reservedBytes: state.reservedBytes,
+                orphanBytes: state.orphans.values.reduce(0) { $0 + $1.bytes },
+                inUseBytes: inUse, limits: limits, availableBytes: available,
+                isOverBudget: limits.isOverBudget(cached: state.cachedBytes, reserved: state.reservedBytes),
+                evictionCount: state.evictionCount
+            )
+        }
+    }
+
+    static func packState(_ slot: Slot) -> PackState {
+        if slot.download != nil { return .downloading }
+        if !slot.isLocal { return .notDownloaded }
+        return slot.retainCount > 0 ? .inUse : .downloaded
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+import GRDB
+import Logging
+import ODRFSCore
+
+/// The cache's durable memory, in SQLite (WAL): which verified packs are on disk,
+/// when each was fetched and last used, how often, and users' priority overrides.
+///
+/// The index only ever describes files that were verified and renamed into place
+/// first; `PackStore.reconcile` makes index and files agree after a crash.
+/// Thread-safe: GRDB's `DatabaseQueue` serializes access.
+public final class CacheIndex: Sendable {
+    private let database: DatabaseQueue
+    public let path: String
+
+    public init(path: String) throws(StoreError) {
+        self.path = path
+        var configuration = Configuration()
+        configuration.prepareDatabase { db in
+            // WAL: a crash never corrupts the index; NORMAL sync is durable across
+            // process crashes, which is what kill -9 tests.
+            try db.execute(sql: "PRAGMA journal_mode = WAL")
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
+        configuration.busyMode = .timeout(5)
+        do {
+            database = try DatabaseQueue(path: path, configuration: configuration)
+            try Self.migrator.migrate(database)
+        } catch {
+            throw StoreError(.io, "cannot open the cache index \(path): \(error)")
+        }
+    }
+
+    private static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.create(table: CachedPack.databaseTableName) { table in
+                table.primaryKey("sha256", .text)
+                table.column("packID", .text).notNull()
+                table.column("bytes", .integer).notNull()
+                table.column("firstFetch", .datetime).notNull()
+                table.column("lastAccess", .datetime)
+                table.column("accessCount", .integer).notNull().defaults(to: 0)
+                table.column("fileSize", .integer).notNull()
+                table.column("fileModifiedNanoseconds", .integer).notNull()
+                table.column("fileInode", .integer).notNull()
+            }
+            try db.create(table: TagPriority.databaseTableName) { table in
+                table.primaryKey("tag", .text)
+                table.column("priority", .double).notNull()
+            }
+        }
+        return migrator
+    }
+
+    public func allPacks() throws(StoreError) -> [CachedPack] {
+        try access { db in try CachedPack.fetchAll(db) }
+    }
+
+    public func save(_ pack: CachedPack) throws(StoreError) {
+        try access { db in try pack.save(db) }
+    }
+
+    public func removePack(sha256: String) throws(StoreError) {
+        try access { db in _ = try CachedPack.deleteOne(db, key: sha256) }
+    }
+
+    /// Writes a batch of access times and counts in one transaction.
+    public func recordAccesses(_ accesses: [(sha256: String, lastAccess: Date, count: Int64)]) throws(StoreError) {
+        guard !accesses.isEmpty else { return }
+        try access { db in
+            for item in accesses {
+                try db.execute(
+                    sql: "UPDATE pack SET lastAccess = ?, accessCount = accessCount + ? WHERE sha256 = ?",
+                    arguments: [item.lastAccess, item.count, item.sha256]
+                )
+            }
+        }
+    }
+
+    public func priorityOverrides() throws(StoreError) -> [Tag: Double] {
+        let rows = try access { db in try TagPriority.fetchAll(db) }
+        return Dictionary(rows.map { (Tag($0.tag), $0.priority) }, uniquingKeysWith: { $1 })
+    }
+
+    public func setPriority(_ priority: Double?, for tag: Tag) throws(StoreError) {
+        try access { db in
+            if let priority {
+                try TagPriority(tag: tag, priority: priority).save(db)
+            } else {
+                _ = try TagPriority.deleteOne(db, key: tag.name)
+            }
+        }
+    }
+
+    private func access<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
+        do {
+            return try database.write(body)
+        } catch {
+            throw StoreError(.io, "cache index \(path): \(error)")
+        }
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import Logging
+import ODRFSCore
+
+/// What startup reconciliation found and fixed.
+public struct ReconcileReport: Sendable {
+    /// Verified packs on disk, by content hash (including packs of other bundle versions).
+    public var packs: [String: CachedPack] = [:]
+    /// Rows whose file was missing: forgotten (those packs are remote again).
+    public var missingFiles: [String] = []
+    /// Files that were not in the index or had changed: hashed again and kept.
+    public var reverified: [String] = []
+    /// Files deleted: unrecorded and unknown, or failing verification.
+    public var deleted: [String] = []
+}
+
+extension PackStore {
+    /// Makes the index and the files under `packs/` agree, after any crash:
+    /// - a row whose file is missing is dropped (the pack is remote again);
+    /// - a recorded file whose size, mtime or inode changed is hashed again against
+    ///   `expected` and kept only if it still matches, else deleted;
+    /// - a file with no row is hashed against `expected` (a crash between the rename
+    ///   and the index write) and recorded, or deleted if unknown or wrong;
+    /// - partial downloads in `tmp/` were already removed when the store opened.
+    /// `expected` are the current bundle's packs; verified packs of other versions stay
+    /// (they are eviction candidates before anything else).
+    public func reconcile(expected: [PackDescriptor], chunkSize: ByteCount, now: Date = Date()) throws(StoreError) -> ReconcileReport {
+        var report = ReconcileReport()
+        let expectedByHash = Dictionary(expected.map { ($0.sha256.hex, $0) }, uniquingKeysWith: { first, _ in first })
+        var records = Dictionary(try index.allPacks().map { ($0.sha256, $0) }, uniquingKeysWith: { first, _ in first })
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: layout.packsDirectory)) ?? []
+
+        var filesOnDisk: Set<String> = []
+        for name in names {
+            let path = layout.packsDirectory + "/" + name
+            guard name.hasSuffix(".tar"), let hash = ContentHash(hex: String(name.dropLast(4))) else {
+                logger.warning("deleting unexpected file in the cache", metadata: ["path": "\(path)"])
+                unlink(path)
+                report.deleted.append(name)
+                continue
+            }
+            filesOnDisk.insert(hash.hex)
+            guard let identity = FileIdentity.of(path: path) else { continue }
+            if let record = records[hash.hex], record.identity == identity, record.bytes == identity.size {
+                report.packs[hash.hex] = record
+                continue
+            }
+            // Unrecorded, or changed since it was verified: trust only a fresh hash.
+            guard let pack = expectedByHash[hash.hex], verify(path: path, as: pack, chunkSize: chunkSize) else {
+                logger.warning("deleting cached pack that is unrecorded or fails verification", metadata: ["path": "\(path)"])
+                unlink(path)
+                if records.removeValue(forKey: hash.hex) != nil { try index.removePack(sha256: hash.hex) }
+                report.deleted.append(hash.hex)
+                continue
+            }
+            var record = records[hash.hex] ?? CachedPack(sha256: pack.sha256, packID: pack.id, bytes: pack.bytes, firstFetch: now, identity: identity)
+            record.fileSize = identity.size
+            record.fileModifiedNanoseconds = identity.modifiedNanoseconds
+            record.fileInode = identity.inode
+            try index.save(record)
+            report.packs[hash.hex] = record
+            report.reverified.append(hash.hex)
+            logger.info("re-verified cached pack", metadata: ["pack.id": "\(pack.id)"])
+        }
+        for (hash, record) in records where !filesOnDisk.contains(hash) {
+            logger.warning("cache index lists a pack whose file is gone; it will be fetched again", metadata: ["pack.id": "\(record.packID)"])
+            try index.removePack(sha256: hash)
+            report.missingFiles.append(hash)
+        }
+        return report
+    }
+
+    /// Hashes the file at `path` and compares size, SHA-256 and chunk hashes with `pack`.
+    func verify(path: String, as pack: PackDescriptor, chunkSize: ByteCount) -> Bool {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var verifier = PackVerifier(expected: pack, chunkSize: chunkSize)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            let count = read(fd, buffer.baseAddress, buffer.count)
+            if count < 0 && errno == EINTR { continue }
+            if count < 0 { return false }
+            if count == 0 { break }
+            verifier.update(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+        }
+        do {
+            try verifier.finish()
+            return true
+        } catch {
+            return false
+        }
+    }
+}

@@ -1,0 +1,225 @@
+import Foundation
+import Logging
+import ODRFSCore
+import ODRFSFetch
+@testable import ODRFSMount
+import ODRFSStore
+import Synchronization
+import TestSupport
+import Testing
+
+/// The purger and cache accounting, with a fake origin, an injected clock and an
+/// injected free-space probe.
+@Suite("Purger")
+struct PurgeTests {
+    /// Base plus six 1,000-byte level packs.
+    let bundle = SyntheticBundle(packContents: [(.base, SyntheticBundle.bytes(100, seed: 0))]
+        + (1...6).map { (PackID("Level\($0)"), SyntheticBundle.bytes(1_000, seed: UInt8($0))) })
+    let now = LockedValue(Date(timeIntervalSince1970: 1_000))
+    /// The size of a pretend disk holding the cache; nil means plenty of room.
+    let diskSize = LockedValue<Int64?>(nil)
+
+    func makeManager(cache: String, limits: CacheLimits, origin: FakeOrigin? = nil) throws -> ResourceManager {
+        let logger = Logger(label: "test")
+        let store = try PackStore(root: cache, logger: logger)
+        let origin = origin ?? FakeOrigin(files: bundle.files)
+        let downloader = PackDownloader(origin: origin, store: store, chunkSize: bundle.manifest.chunkSize, logger: logger)
+        let now = self.now
+        let diskSize = self.diskSize
+        let packs = cache + "/packs"
+        return try ResourceManager(
+            manifest: bundle.manifest, store: store, downloader: downloader, limits: limits, logger: logger,
+            clock: { now.withLock { $0 } },
+            availableBytes: {
+                guard let size = diskSize.value else { return 1 << 40 }
+                let names = (try? FileManager.default.contentsOfDirectory(atPath: packs)) ?? []
+                let used = names.reduce(Int64(0)) { sum, name in
+                    sum + ((try? FileManager.default.attributesOfItem(atPath: packs + "/" + name)[.size] as? Int64) ?? 0)
+                }
+                return size - used
+            }
+        )
+    }
+
+    func tick() { now.withLock { $0 += 10 } }
+    func level(_ n: Int) -> PackNumber { PackNumber(UInt32(n)) }
+    func localLevels(_ manager: ResourceManager) -> [Int] {
+        (1...6).filter { manager.state(of: level($0)) != .notDownloaded }
+    }
+
+    @Test("reading six packs in turn with a three-pack budget stays under budget and evicts least recently used first")
+    func budgetAndLRU() async throws {
+        let cache = try TemporaryDirectory()
+        // Budget of three packs (plus base); purges go down to 75 %.
+        let manager = try makeManager(cache: cache.path, limits: CacheLimits(budget: ByteCount(3_100)))
+        try await manager.makeLocal(PackNumber.base)
+        for n in 1...6 {
+            tick()
+            try await manager.retain(level(n))
+            manager.release(level(n))
+            manager.purgeForPressure(reason: "test")
+            #expect(manager.cacheStatus().cachedBytes <= 3_100, "over budget after reading Level\(n)")
+        }
+        // The most recently read packs survive; the oldest went first.
+        let local = localLevels(manager)
+        #expect(local.last == 6)
+        #expect(local == Array((7 - local.count)...6), "evictions were not in LRU order: \(local)")
+        #expect(manager.state(of: .base) == .downloaded, "base is never purged")
+        let files = try FileManager.default.contentsOfDirectory(atPath: cache.path + "/packs")
+        #expect(files.count == local.count + 1, "files on disk match the accounting")
+    }
+
+    @Test("preservation priority beats recency; overrides persist across restarts")
+    func priorities() async throws {
+        let cache = try TemporaryDirectory()
+        let limits = CacheLimits(budget: ByteCount(3_100))
+        do {
+            let manager = try makeManager(cache: cache.path, limits: limits)
+            try manager.setPreservationPriority(0.9, for: Tag("Level1"))
+            for n in 1...4 {
+                tick()
+                try await manager.retain(level(n))
+                manager.release(level(n))
+            }
+            // Fetching Level4 needed room: Level1 is the oldest but has the highest
+            // priority, so Level2 and Level3 (priority 0) went instead.
+            #expect(localLevels(manager) == [1, 4])
+            manager.shutdown()
+        }
+        let restarted = try makeManager(cache: cache.path, limits: limits)
+        #expect(restarted.preservationPriority(of: Tag("Level1")) == 0.9)
+        #expect(restarted.status()[1].preservationPriority == 0.9)
+        #expect(localLevels(restarted) == [1, 4])
+        #expect(restarted.status()[1].lastAccess == Date(timeIntervalSince1970: 1_010), "last access survived the restart")
+        #expect(restarted.status()[4].lastAccess == Date(timeIntervalSince1970: 1_040))
+    }
+
+    @Test("a retained pack survives any pressure and is purged once released")
+    func retainedSurvives() async throws {
+        let cache = try TemporaryDirectory()
+        let manager = try makeManager(cache: cache.path, limits: CacheLimits(budget: ByteCount(1_500)))
+        try await manager.retain(level(1))
+        let fd = open(manager.path(of: level(1)), O_RDONLY)
+        defer { close(fd) }
+        for n in 2...4 {
+            tick()
+            try await manager.retain(level(n))
+            manager.release(level(n))
+            manager.purgeForPressure(reason: "test")
+        }
+        #expect(manager.state(of: level(1)) == .inUse)
+        manager.purgeNow(matching: { _ in true })
+        #expect(manager.state(of: level(1)) == .inUse)
+        var buffer = [UInt8](repeating: 0, count: 1_000)
+        #expect(pread(fd, &buffer, 1_000, 0) == 1_000)
+        #expect(buffer == bundle.files[bundle.manifest.packs[1].file]!)
+        manager.release(level(1))
+        let report = manager.purgeNow(matching: { _ in true })
+        #expect(report.evicted.map(\.id) == ["Level1"])
+        #expect(manager.state(of: level(1)) == .notDownloaded)
+    }
+
+    @Test("retained packs may push the cache over budget; that is reported")
+    func overBudgetReported() async throws {
+        let cache = try TemporaryDirectory()
+        let manager = try makeManager(cache: cache.path, limits: CacheLimits(budget: ByteCount(1_500)))
+        try await manager.retain(level(1))
+        try await manager.retain(level(2))
+        manager.purgeForPressure(reason: "test")
+        let status = manager.cacheStatus()
+        #expect(status.isOverBudget)
+        #expect(status.inUseBytes == 2_000)
+        let text = StatusRenderer(manifest: bundle.manifest).render(manager.status(), cache: status)
+        #expect(text.contains("OVER BUDGET"))
+    }
+
+    @Test("disk full: the fetch fails with noSpace, leaves no partial file and loses nothing else")
+    func diskFull() async throws {
+        let cache = try TemporaryDirectory()
+        let manager = try makeManager(cache: cache.path, limits: CacheLimits())
+        try await manager.retain(level(1))
+        diskSize.value = 1_500
+        do {
+            try await manager.retain(level(2))
+            Issue.record("a pack was fetched into a full disk")
+        } catch {
+            #expect(error.kind == .noSpace)
+            #expect(error.message.contains("Level2"))
+        }
+        #expect(manager.state(of: level(2)) == .notDownloaded)
+        #expect(manager.state(of: level(1)) == .inUse, "a retained pack is never purged to make room")
+        #expect(manager.cacheStatus().reservedBytes == 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: cache.path + "/tmp").isEmpty)
+        diskSize.value = nil
+        try await manager.retain(level(2))
+        #expect(manager.state(of: level(2)) == .inUse)
+    }
+
+    @Test("disk nearly full: unretained packs are purged to make room")
+    func purgeToMakeRoom() async throws {
+        let cache = try TemporaryDirectory()
+        let manager = try makeManager(cache: cache.path, limits: CacheLimits())
+        try await manager.makeLocal(level(1))
+        diskSize.value = 1_500
+        try await manager.retain(level(2))
+        #expect(manager.state(of: level(1)) == .notDownloaded)
+        #expect(manager.state(of: level(2)) == .inUse)
+    }
+
+    @Test("concurrent downloads reserve their bytes against the budget")
+    func reservations() async throws {
+        let cache = try TemporaryDirectory()
+        let origin = FakeOrigin(files: bundle.files, gate: Gate())
+        let manager = try makeManager(cache: cache.path, limits: CacheLimits(budget: ByteCount(10_000)), origin: origin)
+        let downloads = (1...3).map { n in Task { try await manager.retain(level(n)) } }
+        try await waitUntil { origin.startedDownloads == 3 }
+        #expect(manager.cacheStatus().reservedBytes == 3_000)
+        let text = StatusRenderer(manifest: bundle.manifest).render(manager.status(), cache: manager.cacheStatus())
+        #expect(text.contains("3000 reserved"))
+        origin.gate.open()
+        for download in downloads { try await download.value }
+        #expect(manager.cacheStatus().reservedBytes == 0)
+        #expect(manager.cacheStatus().cachedBytes == 3_000)
+    }
+
+    @Test("stress: concurrent opens, closes and purges end with zero retains and consistent accounting")
+    func stress() async throws {
+        let cache = try TemporaryDirectory()
+        let manager = try makeManager(cache: cache.path, limits: CacheLimits(budget: ByteCount(2_500)))
+        let deadline = ContinuousClock.now + .seconds(3)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for worker in 0..<8 {
+                group.addTask {
+                    var n = worker
+                    while ContinuousClock.now < deadline {
+                        let pack = level(n % 6 + 1)
+                        try await manager.retain(pack)
+                        // While retained the file must exist and hold the right bytes.
+                        let bytes = FileManager.default.contents(atPath: manager.path(of: pack))
+                        #expect(bytes == Data(bundle.files[bundle.manifest.packs[Int(pack.rawValue)].file]!))
+                        manager.release(pack)
+                        n += 1
+                    }
+                }
+            }
+            group.addTask {
+                while ContinuousClock.now < deadline {
+                    manager.purgeForPressure(reason: "stress")
+                    _ = manager.purgeNow(matching: { $0.rawValue % 2 == 0 })
+                    try await Task.sleep(for: .milliseconds(1))
+                }
+            }
+            try await group.waitForAll()
+        }
+        let status = manager.status()
+        #expect(status.allSatisfy { $0.retainCount == 0 })
+        let local = status.filter { $0.state == .downloaded }
+        #expect(manager.cacheStatus().cachedBytes == local.reduce(0) { $0 + $1.bytes.value })
+        let files = Set(try FileManager.default.contentsOfDirectory(atPath: cache.path + "/packs"))
+        #expect(files == Set(local.map { bundle.manifest.packs[Int($0.number.rawValue)].sha256.hex + ".tar" }))
+    }
+}
+
+extension PackNumber {
+    static let base = PackNumber(0)
+}
