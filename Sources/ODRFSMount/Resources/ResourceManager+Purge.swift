@@ -122,7 +122,9 @@ extension ResourceManager {
     private func delete(_ victims: [Victim], reason: String) -> [(id: String, bytes: Int64)] {
         for victim in victims {
             do {
-                try store.removePack(sha256: victim.sha256)
+                // The file is already gone (`take`); deleting it again here could hit a
+                // fresh download of the same pack published in the meantime.
+                try store.index.removePack(sha256: victim.sha256)
             } catch {
                 logger.error("cannot remove evicted pack from the cache index", metadata: ["pack.id": "\(victim.id)", "error": "\(error)"])
             }

@@ -1,0 +1,136 @@
+import Foundation
+import ODRFSCore
+import TestSupport
+import Testing
+
+/// The cache under a real mount: budget and eviction order, retains under pressure,
+/// persistence across remounts, and a bounded stress run.
+@Suite("Mount cache", .serialized, .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
+struct MountCacheTests {
+    static let packBytes = 100_000
+
+    /// Six levels of two files each (~100 KB per pack), Level1 with preservation 0.5.
+    static func writeLevels(to root: String) throws {
+        var spec = "tags:\n"
+        for level in 1...6 {
+            spec += "  Level\(level): [\"level\(level)/**\"]\n"
+            let directory = root + "/level\(level)"
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            for part in 0..<2 {
+                let bytes = TestBundle.pseudoRandom(packBytes / 2 - 1_024, seed: UInt64(level * 10 + part))
+                try Data(bytes).write(to: URL(fileURLWithPath: "\(directory)/part\(part).bin"))
+            }
+        }
+        spec += "preservation: { Level6: 0.5 }\n"
+        try Data("base".utf8).write(to: URL(fileURLWithPath: root + "/base.txt"))
+        try spec.write(toFile: root + "/odr.yaml", atomically: true, encoding: .utf8)
+    }
+
+    static func expected(_ level: Int, part: Int) -> Data {
+        Data(TestBundle.pseudoRandom(packBytes / 2 - 1_024, seed: UInt64(level * 10 + part)))
+    }
+
+    func makeFixture() throws -> MountFixture {
+        let fixture = try MountFixture()
+        try Self.writeLevels(to: fixture.source)
+        let build = try fixture.odrfs(["build", fixture.source, "-o", fixture.dist])
+        try #require(build.status == 0, "\(build.stderr)")
+        return fixture
+    }
+
+    func cachedBytes(_ fixture: MountFixture) throws -> Int64 {
+        let text = try String(contentsOfFile: fixture.mountpoint + "/.odrfs/status", encoding: .utf8)
+        let line = try #require(text.split(separator: "\n").first { $0.hasPrefix("cache:") })
+        return try #require(Int64(line.split(separator: " ")[1]))
+    }
+
+    func read(_ fixture: MountFixture, level: Int) throws {
+        for part in 0..<2 {
+            let cat = try Command.run("/bin/cat", [fixture.mountpoint + "/level\(level)/part\(part).bin"])
+            #expect(cat.status == 0, "\(cat.stderr)")
+            #expect(cat.stdout == Self.expected(level, part: part), "level\(level)/part\(part) differs")
+        }
+    }
+
+    @Test("a three-pack budget: reading six packs stays under budget and evicts oldest first, priority kept longer")
+    func budgetEvictionOrder() throws {
+        let fixture = try makeFixture()
+        let manifest = try fixture.manifest
+        let packSize = manifest.packs[1].bytes.value
+        let budget = 3 * packSize + manifest.packs[0].bytes.value
+        try fixture.mount(extra: ["--cache-size", String(budget)])
+        for level in [6, 1, 2, 3, 4, 5] {
+            try read(fixture, level: level)
+            #expect(eventually { ((try? cachedBytes(fixture)) ?? .max) <= budget }, "over budget after Level\(level)")
+        }
+        // Level6 was read first but has preservation 0.5: priority-0 packs went before it,
+        // oldest first, so the most recent ones and Level6 remain.
+        let states = try fixture.status()
+        #expect(states["Level6"]?[2] == "downloaded", "\(states)")
+        #expect(states["Level5"]?[2] == "downloaded")
+        #expect(states["Level1"]?[2] == "not-downloaded")
+        #expect(states["Level2"]?[2] == "not-downloaded")
+        #expect(fixture.log.contains("evicted pack"))
+        let cachedFiles = fixture.cachedPackFiles.count
+        let local = states.values.filter { $0[2] == "downloaded" }.count
+        #expect(cachedFiles == local, "cache files and status disagree")
+    }
+
+    @Test("a pack held open survives any pressure, its fd keeps reading the right bytes, and it is purged once closed")
+    func openPackSurvivesPressure() throws {
+        let fixture = try makeFixture()
+        let manifest = try fixture.manifest
+        let budget = 2 * manifest.packs[1].bytes.value + manifest.packs[0].bytes.value
+        try fixture.mount(extra: ["--cache-size", String(budget)])
+        let held = try #require(FileHandle(forReadingAtPath: fixture.mountpoint + "/level1/part0.bin"))
+        for level in 2...6 { try read(fixture, level: level) }
+        #expect(try fixture.state(of: "Level1") == "in-use")
+        #expect(try held.readToEnd() == Self.expected(1, part: 0))
+        try held.close()
+        #expect(eventually { (try? fixture.retains(of: "Level1")) == 0 })
+        // Closed, Level1 is the least recently used pack: the next fetch purges it.
+        try read(fixture, level: 2)
+        #expect(try fixture.state(of: "Level1") == "not-downloaded", "Level1 was not purged after it was closed")
+        #expect(eventually { ((try? cachedBytes(fixture)) ?? .max) <= budget })
+    }
+
+    @Test("unmount and remount with the same cache: packs, last-access times and priorities are kept, nothing is refetched")
+    func remountKeepsCache() throws {
+        let fixture = try makeFixture()
+        try fixture.mount()
+        try read(fixture, level: 2)
+        try read(fixture, level: 6)
+        let before = try fixture.status()
+        #expect(try fixture.unmount().status == 0)
+        try fixture.mount()
+        let after = try fixture.status()
+        for pack in ["Level2", "Level6"] {
+            #expect(after[pack]?[2] == "downloaded", "\(pack) not kept")
+            #expect(after[pack]?[7] == before[pack]?[7], "\(pack) last access changed: \(before[pack] ?? []) → \(after[pack] ?? [])")
+        }
+        #expect(after["Level6"]?[6] == "0.50")
+        try read(fixture, level: 2)
+        #expect(try fixture.fetches(of: "Level2") == 0, "a cached pack was fetched again after remount")
+        #expect(try fixture.fetches(of: "Level3") == 0)
+    }
+
+    @Test("stress: concurrent readers over six packs with a two-pack budget read exact bytes and end with no retains")
+    func stress() throws {
+        let fixture = try makeFixture()
+        let manifest = try fixture.manifest
+        let budget = 2 * manifest.packs[1].bytes.value + manifest.packs[0].bytes.value
+        try fixture.mount(extra: ["--cache-size", String(budget)])
+        // Each reader loops for a few seconds over the levels and compares bytes with cmp.
+        var script = "end=$(($(date +%s) + 4)); i=$0; while [ $(date +%s) -lt $end ]; do l=$((i % 6 + 1)); p=$((i % 2)); "
+        script += "cmp -s \"$1/level$l/part$p.bin\" \"$2/level$l/part$p.bin\" || { echo \"mismatch level$l/part$p\"; exit 1; }; i=$((i + 1)); done"
+        let readers = try (0..<12).map { index in
+            try ChildProcess("/bin/sh", ["-c", script, String(index), fixture.mountpoint, fixture.source])
+        }
+        let finished = eventually(timeout: .seconds(60)) { readers.allSatisfy { !$0.isRunning } }
+        readers.forEach { $0.stop() }
+        #expect(finished)
+        for reader in readers { #expect(reader.terminationStatus == 0, "\(fixture.log.split(separator: "\n").filter { $0.contains("error") }.suffix(5))") }
+        #expect(eventually { ((try? fixture.status()) ?? [:]).values.allSatisfy { $0[4] == "0" } }, "retains left behind")
+        #expect(eventually { ((try? cachedBytes(fixture)) ?? .max) <= budget })
+    }
+}
