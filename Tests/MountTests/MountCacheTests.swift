@@ -133,4 +133,46 @@ struct MountCacheTests {
         #expect(eventually { ((try? fixture.status()) ?? [:]).values.allSatisfy { $0[4] == "0" } }, "retains left behind")
         #expect(eventually { ((try? cachedBytes(fixture)) ?? .max) <= budget })
     }
+
+    @Test("kill -9 in the middle of a slow fetch: the stale mount is named, a remount on the same cache reads correctly, no partial pack is served")
+    func killDuringSlowFetch() throws {
+        let fixture = try makeFixture()
+        try fixture.mount()
+        // A slow origin without any test hook: the pack is a FIFO whose writer sends
+        // part of the bytes and then stalls.
+        let packPath = fixture.dist + "/packs/" + (try fixture.cacheFileName(of: "Level3"))
+        let saved = fixture.root + "/Level3.tar"
+        try #require(rename(packPath, saved) == 0)
+        try #require(mkfifo(packPath, 0o644) == 0)
+        let writer = try ChildProcess("/bin/sh", ["-c", "{ head -c 60000 \"$0\"; sleep 120; } > \"$1\"", saved, packPath])
+        defer { writer.stop() }
+        let reader = try ChildProcess("/bin/cat", [fixture.mountpoint + "/level3/part0.bin"])
+        defer { reader.stop() }
+        let partial = { () -> Int in
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: fixture.cache + "/tmp")) ?? []
+            return names.compactMap { try? FileManager.default.attributesOfItem(atPath: fixture.cache + "/tmp/" + $0)[.size] as? Int }.max() ?? 0
+        }
+        #expect(eventually { partial() >= 60_000 }, "the download never started")
+        let pid = try #require(fixture.daemonPID())
+        kill(pid, SIGKILL)
+        #expect(eventually { kill(pid, 0) != 0 })
+        #expect(reader.wait(timeout: .seconds(10)), "a reader stayed blocked on the dead mount")
+        #expect(reader.terminationStatus != 0)
+
+        // The dead mount is stale; mounting over it says what to do.
+        let stale = try fixture.odrfs(["mount", fixture.dist, fixture.mountpoint, "--cache", fixture.cache])
+        #expect(stale.status == 1)
+        #expect(stale.stderr.contains("fusermount3 -uz"), "\(stale.stderr)")
+        #expect(try Command.run("/usr/bin/fusermount3", ["-u", "-z", fixture.mountpoint]).status == 0)
+
+        writer.stop()
+        unlink(packPath)
+        try #require(rename(saved, packPath) == 0)
+        try fixture.mount()
+        let tmp = try FileManager.default.contentsOfDirectory(atPath: fixture.cache + "/tmp")
+        #expect(tmp.isEmpty, "partial download survived the restart: \(tmp)")
+        #expect(try fixture.state(of: "Level3") == "not-downloaded", "a partial pack was taken for a cached one")
+        try read(fixture, level: 3)
+        #expect(try fixture.fetches(of: "Level3") == 1)
+    }
 }

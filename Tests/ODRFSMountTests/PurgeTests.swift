@@ -213,6 +213,7 @@ struct PurgeTests {
         }
         let status = manager.status()
         #expect(status.allSatisfy { $0.retainCount == 0 })
+        #expect(manager.cacheStatus().inUseBytes == 0)
         let local = status.filter { $0.state == .downloaded }
         #expect(manager.cacheStatus().cachedBytes == local.reduce(0) { $0 + $1.bytes.value })
         let files = Set(try FileManager.default.contentsOfDirectory(atPath: cache.path + "/packs"))

@@ -9,7 +9,7 @@ enum Mountpoint {
         guard stat(path, &info) == 0 else {
             let reason = String(cString: strerror(errno))
             if errno == ENOTCONN {
-                throw MountError("mountpoint \(path) is a stale FUSE mount (its daemon died): run `fusermount3 -uz \(path)` first")
+                throw MountError("mountpoint \(path) is a stale FUSE mount (its daemon died): run `fusermount3 -uz \(path)` or `odrfs unmount --lazy \(path)` first")
             }
             throw MountError("mountpoint \(path) is not usable: \(reason)")
         }
@@ -22,6 +22,12 @@ enum Mountpoint {
         defer { free(resolved) }
         let absolute = String(cString: resolved)
         if isMounted(absolute) {
+            // statfs (statvfs) is never answered from the kernel's caches, so it tells a dead
+            // daemon's mount (ENOTCONN) from a live one.
+            var info = statvfs()
+            if statvfs(absolute, &info) != 0 && errno == ENOTCONN {
+                throw MountError("mountpoint \(absolute) is a stale FUSE mount (its daemon died): run `fusermount3 -uz \(absolute)` or `odrfs unmount --lazy \(absolute)` first")
+            }
             throw MountError("mountpoint \(absolute) is busy: something is already mounted there (unmount it first with `odrfs unmount \(absolute)`)")
         }
         return absolute

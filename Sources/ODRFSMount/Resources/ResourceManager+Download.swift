@@ -11,7 +11,7 @@ extension ResourceManager {
         // Fast path: no continuation, no task.
         let wasLocal = state.withLock { state -> Bool in
             guard state.slots[index].isLocal else { return false }
-            if retains { Self.retain(&state.slots[index], at: now) }
+            if retains { retain(index, in: &state, at: now) }
             return true
         }
         if wasLocal { return }
@@ -42,7 +42,7 @@ extension ResourceManager {
         let outcome = state.withLock { state -> Outcome in
             if state.slots[index].isLocal {
                 // Became local between the fast path and now.
-                if retains { Self.retain(&state.slots[index], at: now) }
+                if retains { retain(index, in: &state, at: now) }
                 return .resumeNow
             }
             // The cancellation handler may have run before we registered; it found
@@ -110,7 +110,7 @@ extension ResourceManager {
                 state.slots[index].fetchCount += 1
                 state.cachedBytes += manifest.pack(pack).bytes.value
                 for waiter in waiters where waiter.retains {
-                    Self.retain(&state.slots[index], at: now)
+                    retain(index, in: &state, at: now)
                 }
             }
             return waiters

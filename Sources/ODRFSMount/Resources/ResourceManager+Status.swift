@@ -43,9 +43,7 @@ extension ResourceManager {
     public func cacheStatus() -> CacheStatus {
         let available = availableBytes()
         return state.withLock { state in
-            let inUse = zip(manifest.packs, state.slots).reduce(Int64(0)) { sum, element in
-                element.1.retainCount > 0 ? sum + element.0.bytes.value : sum
-            }
+            let inUse = state.inUseBytes
             return CacheStatus(
                 cachedBytes: state.cachedBytes, reservedBytes: state.reservedBytes,
                 orphanBytes: state.orphans.values.reduce(0) { $0 + $1.bytes },

@@ -23,7 +23,7 @@ import Synchronization
 /// Invariants (under the lock): `retainCount >= 0`; a slot with a download in flight
 /// is not local; waiters exist only while a download is in flight; `cachedBytes` is
 /// the sum of local slots' and orphans' bytes; `reservedBytes` the sum of in-flight
-/// downloads' bytes.
+/// downloads' bytes; `inUseBytes` the sum of retained slots' bytes.
 public final class ResourceManager: Sendable {
     public let manifest: Manifest
     public let limits: CacheLimits
@@ -63,6 +63,8 @@ public final class ResourceManager: Sendable {
         var orphans: [String: CachedPack]
         var cachedBytes: Int64 = 0
         var reservedBytes: Int64 = 0
+        /// Bytes of packs with a retain count above zero.
+        var inUseBytes: Int64 = 0
         var priorityOverrides: [Tag: Double]
         var evictionCount = 0
         var nextWaiterID: UInt64 = 0
@@ -114,7 +116,7 @@ public final class ResourceManager: Sendable {
         return state.withLock { state in
             let index = Int(pack.rawValue)
             guard state.slots[index].isLocal else { return false }
-            Self.retain(&state.slots[index], at: now)
+            retain(index, in: &state, at: now)
             return true
         }
     }
@@ -138,6 +140,7 @@ public final class ResourceManager: Sendable {
             let index = Int(pack.rawValue)
             guard state.slots[index].retainCount > 0 else { return (true, false) }
             state.slots[index].retainCount -= 1
+            if state.slots[index].retainCount == 0 { state.inUseBytes -= manifest.packs[index].bytes.value }
             return (false, state.slots[index].retainCount == 0)
         }
         if outcome.underflow {
@@ -168,10 +171,23 @@ public final class ResourceManager: Sendable {
         store.path(of: manifest.pack(pack))
     }
 
-    static func retain(_ slot: inout Slot, at now: Date) {
-        slot.retainCount += 1
-        slot.lastAccess = now
-        slot.unsavedAccesses += 1
+    /// Takes one retain and counts an access. Crossing `--max-in-use` is logged, never
+    /// refused here: unmodified programs opening files must keep working.
+    func retain(_ index: Int, in state: inout State, at now: Date) {
+        if state.slots[index].retainCount == 0 {
+            let bytes = manifest.packs[index].bytes.value
+            state.inUseBytes += bytes
+            // Logged when the limit is crossed, not on every open above it.
+            if state.inUseBytes > limits.maximumInUse.value && state.inUseBytes - bytes <= limits.maximumInUse.value {
+                logger.warning("packs in use exceed the in-use limit; opens are still allowed", metadata: [
+                    "pack.id": "\(manifest.packs[index].id)", "inUse.bytes": "\(state.inUseBytes)",
+                    "inUse.limit": "\(limits.maximumInUse.value)",
+                ])
+            }
+        }
+        state.slots[index].retainCount += 1
+        state.slots[index].lastAccess = now
+        state.slots[index].unsavedAccesses += 1
     }
 
     /// A pack's preservation priority is the highest of its tags' (override, else the
