@@ -175,4 +175,32 @@ struct MountCacheTests {
         try read(fixture, level: 3)
         #expect(try fixture.fetches(of: "Level3") == 1)
     }
+
+    @Test("Ctrl-C on a reader waiting for a slow fetch abandons only that reader; the fetch completes for the others")
+    func interruptedReaderLeavesFetchRunning() throws {
+        let fixture = try makeFixture()
+        try fixture.mount()
+        let packPath = fixture.dist + "/packs/" + (try fixture.cacheFileName(of: "Level4"))
+        let saved = fixture.root + "/Level4.tar"
+        let release = fixture.root + "/release-the-rest"
+        try #require(rename(packPath, saved) == 0)
+        try #require(mkfifo(packPath, 0o644) == 0)
+        let writer = try ChildProcess("/bin/sh", ["-c", "{ head -c 30000 \"$0\"; while [ ! -e \"$2\" ]; do sleep 0.05; done; tail -c +30001 \"$0\"; } > \"$1\"", saved, packPath, release])
+        defer { writer.stop() }
+        let output = fixture.root + "/patient.out"
+        let patient = try ChildProcess("/bin/cat", [fixture.mountpoint + "/level4/part1.bin"], stdout: output)
+        defer { patient.stop() }
+        let impatient = try ChildProcess("/bin/cat", [fixture.mountpoint + "/level4/part0.bin"])
+        defer { impatient.stop() }
+        #expect(eventually { (try? fixture.state(of: "Level4"))?.hasPrefix("downloading") == true })
+        impatient.signal(SIGINT)
+        #expect(impatient.wait(timeout: .seconds(5)), "Ctrl-C did not free the waiting reader")
+        #expect(patient.isRunning, "the other reader gave up too")
+        #expect(try fixture.state(of: "Level4")?.hasPrefix("downloading") == true, "the fetch was cancelled with the interrupted reader")
+        _ = FileManager.default.createFile(atPath: release, contents: nil)
+        #expect(patient.wait(timeout: .seconds(30)))
+        #expect(patient.terminationStatus == 0)
+        #expect(FileManager.default.contents(atPath: output) == Self.expected(4, part: 1))
+        #expect(try fixture.fetches(of: "Level4") == 1)
+    }
 }
