@@ -224,3 +224,80 @@ struct PurgeTests {
 extension PackNumber {
     static let base = PackNumber(0)
 }
+
+@Suite("Tag requests")
+struct TagRequestTests {
+    let bundle = SyntheticBundle(packContents: [
+        (.base, SyntheticBundle.bytes(100, seed: 0)),
+        (PackID("Level1"), SyntheticBundle.bytes(1_000, seed: 1)),
+        (PackID("Level1+Level2"), SyntheticBundle.bytes(500, seed: 2)),
+        (PackID("Level2"), SyntheticBundle.bytes(1_000, seed: 3)),
+    ])
+
+    func makeManager(cache: String, maximumInUse: Int64 = 1 << 30) throws -> (ResourceManager, FakeOrigin) {
+        let logger = Logger(label: "test")
+        let store = try PackStore(root: cache, logger: logger)
+        let origin = FakeOrigin(files: bundle.files)
+        let downloader = PackDownloader(origin: origin, store: store, chunkSize: bundle.manifest.chunkSize, logger: logger)
+        let manager = try ResourceManager(manifest: bundle.manifest, store: store, downloader: downloader,
+                                          limits: CacheLimits(maximumInUse: ByteCount(maximumInUse)), logger: logger)
+        return (manager, origin)
+    }
+
+    @Test("a request fetches and retains every pack of its tags, the shared one included; ending releases them")
+    func beginAndEnd() async throws {
+        let cache = try TemporaryDirectory()
+        let (manager, _) = try makeManager(cache: cache.path)
+        #expect(try manager.beginAccessingIfLocal([Tag("Level1")]) == nil, "conditional request on remote packs")
+        #expect(manager.state(of: PackNumber(1)) == .notDownloaded, "a conditional request never downloads")
+        let packs = try await manager.beginAccessing([Tag("Level1")])
+        #expect(Set(packs.map(\.rawValue)) == [1, 2])
+        #expect(manager.state(of: PackNumber(1)) == .inUse)
+        #expect(manager.state(of: PackNumber(2)) == .inUse)
+        #expect(manager.state(of: PackNumber(3)) == .notDownloaded)
+        let again = try #require(try manager.beginAccessingIfLocal([Tag("Level1")]))
+        #expect(manager.status()[2].retainCount == 2)
+        manager.endAccessing(again)
+        manager.endAccessing(packs)
+        #expect(manager.status().allSatisfy { $0.retainCount == 0 })
+    }
+
+    @Test("unknown tags and the in-use limit fail clearly and retain nothing")
+    func failures() async throws {
+        let cache = try TemporaryDirectory()
+        let (manager, origin) = try makeManager(cache: cache.path, maximumInUse: 2_000)
+        do {
+            _ = try await manager.beginAccessing([Tag("Level1"), Tag("Nope")])
+            Issue.record("unknown tag accepted")
+        } catch {
+            #expect(error == .invalidTag(Tag("Nope")))
+            #expect(error.description.contains("Nope"))
+        }
+        _ = try await manager.beginAccessing([Tag("Level1")])
+        do {
+            _ = try await manager.beginAccessing([Tag("Level2")])
+            Issue.record("the in-use limit was not enforced")
+        } catch {
+            guard case .exceedsMaximumInUse = error else { throw error }
+            #expect(error.description.contains("--max-in-use"))
+        }
+        #expect(manager.state(of: PackNumber(3)) == .notDownloaded)
+        #expect(origin.downloads(of: bundle.manifest.packs[3].file) == 0)
+        #expect(manager.cacheStatus().inUseBytes == 1_500)
+    }
+
+    @Test("a failed fetch releases the packs already retained")
+    func partialFailure() async throws {
+        let cache = try TemporaryDirectory()
+        let (manager, origin) = try makeManager(cache: cache.path)
+        origin.setFile(bundle.manifest.packs[2].file, nil)
+        do {
+            _ = try await manager.beginAccessing([Tag("Level1")])
+            Issue.record("a request succeeded without its shared pack")
+        } catch {
+            guard case .fetchFailed(let pack, _) = error else { throw error }
+            #expect(pack == PackID("Level1+Level2"))
+        }
+        #expect(manager.status().allSatisfy { $0.retainCount == 0 })
+    }
+}
