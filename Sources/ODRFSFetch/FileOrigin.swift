@@ -58,8 +58,12 @@ public struct FileOrigin: Origin {
                 throw FetchError(.corrupt, "\(fullPath) on origin is larger than the \(expectedBytes) the manifest records")
             }
             try consume(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
-            // A large local copy should not starve other tasks on the cooperative pool.
+            // A large local copy should not starve other tasks on the cooperative pool,
+            // and an abandoned download should stop.
             await Task.yield()
+            if Task.isCancelled {
+                throw FetchError(.cancelled, "download of \(fullPath) cancelled")
+            }
         }
     }
 }

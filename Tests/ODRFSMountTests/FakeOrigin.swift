@@ -65,6 +65,7 @@ final class FakeOrigin: Origin {
     func download(_ path: String, expectedBytes: ByteCount, into consume: (UnsafeRawBufferPointer) throws(FetchError) -> Void) async throws(FetchError) {
         state.withLock { $0.started += 1 }
         await gate.wait()
+        if Task.isCancelled { throw FetchError(.cancelled, "cancelled") }
         guard let bytes = state.withLock({ state -> [UInt8]? in
             state.downloads[path, default: 0] += 1
             return state.files[path]

@@ -5,7 +5,7 @@ import ODRFSFetch
 
 extension ResourceManager {
     /// Joins (or starts) the download of `pack` as a cancellable waiter.
-    func acquire(_ pack: PackNumber, retains: Bool) async throws(FetchError) {
+    func acquire(_ pack: PackNumber, retains: Bool, priority: DownloadPriority) async throws(FetchError) {
         let index = Int(pack.rawValue)
         let now = clock()
         // Fast path: no continuation, no task.
@@ -23,7 +23,7 @@ extension ResourceManager {
         do {
             try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                    register(waiterID, on: pack, retains: retains, continuation: continuation)
+                    register(waiterID, on: pack, retains: retains, priority: priority, continuation: continuation)
                 }
             } onCancel: {
                 cancelWaiter(waiterID, on: pack)
@@ -35,10 +35,10 @@ extension ResourceManager {
         }
     }
 
-    private func register(_ waiterID: UInt64, on pack: PackNumber, retains: Bool, continuation: CheckedContinuation<Void, any Error>) {
+    private func register(_ waiterID: UInt64, on pack: PackNumber, retains: Bool, priority: DownloadPriority, continuation: CheckedContinuation<Void, any Error>) {
         let index = Int(pack.rawValue)
         let now = clock()
-        enum Outcome { case resumeNow, resumeCancelled, waiting, startDownload }
+        enum Outcome { case resumeNow, resumeCancelled, waiting, raise(UInt64), startDownload }
         let outcome = state.withLock { state -> Outcome in
             if state.slots[index].isLocal {
                 // Became local between the fast path and now.
@@ -50,12 +50,16 @@ extension ResourceManager {
             if Task.isCancelled { return .resumeCancelled }
             let waiter = Waiter(continuation: continuation, retains: retains)
             if state.slots[index].download == nil {
-                state.slots[index].download = Download(waiters: [waiterID: waiter])
+                state.slots[index].download = Download(waiters: [waiterID: waiter], priority: priority, ticket: downloads.makeTicket())
                 // Reserve before starting, so concurrent downloads cannot overshoot together.
                 state.reservedBytes += manifest.pack(pack).bytes.value
                 return .startDownload
             }
             state.slots[index].download!.waiters[waiterID] = waiter
+            if priority > state.slots[index].download!.priority {
+                state.slots[index].download!.priority = priority
+                return .raise(state.slots[index].download!.ticket)
+            }
             return .waiting
         }
         switch outcome {
@@ -65,30 +69,49 @@ extension ResourceManager {
             continuation.resume(throwing: CancellationError())
         case .waiting:
             break
+        case .raise(let ticket):
+            downloads.raise(ticket, to: priority)
         case .startDownload:
             startDownload(pack)
         }
     }
 
     private func cancelWaiter(_ waiterID: UInt64, on pack: PackNumber) {
-        let waiter = state.withLock { state in
-            state.slots[Int(pack.rawValue)].download?.waiters.removeValue(forKey: waiterID)
+        let (waiter, abandoned) = state.withLock { state -> (Waiter?, Task<Void, Never>?) in
+            let index = Int(pack.rawValue)
+            let waiter = state.slots[index].download?.waiters.removeValue(forKey: waiterID)
+            let abandoned = waiter != nil && state.slots[index].download?.waiters.isEmpty == true
+            return (waiter, abandoned ? state.slots[index].download?.task : nil)
         }
         waiter?.continuation.resume(throwing: CancellationError())
+        if let abandoned {
+            logger.info("download abandoned by its last waiter", metadata: ["pack.id": "\(manifest.pack(pack).id)"])
+            abandoned.cancel()
+        }
     }
 
     private func startDownload(_ pack: PackNumber) {
         let descriptor = manifest.pack(pack)
-        logger.info("fetching pack", metadata: ["pack.id": "\(descriptor.id)", "pack.bytes": "\(descriptor.bytes.value)"])
+        let index = Int(pack.rawValue)
+        guard let (ticket, priority) = state.withLock({ state in
+            state.slots[index].download.map { ($0.ticket, $0.priority) }
+        }) else { return }
+        logger.info("fetching pack", metadata: ["pack.id": "\(descriptor.id)", "pack.bytes": "\(descriptor.bytes.value)", "priority": "\(priority)"])
         // Detached: the download belongs to every waiter, not to the first one, so the
-        // first waiter's cancellation must not cancel it.
-        Task.detached(priority: .userInitiated) { [self] in
+        // first waiter's cancellation must not cancel it (the last one's does).
+        let task = Task.detached(priority: priority == .prefetch ? .background : .userInitiated) { [self] in
             let started = ContinuousClock.now
             let result: Result<Void, FetchError>
             do throws(FetchError) {
+                do {
+                    try await downloads.acquire(ticket, priority: priority)
+                } catch {
+                    throw FetchError(.cancelled, "download of pack '\(descriptor.id)' abandoned before it started")
+                }
+                defer { downloads.release(ticket) }
                 try makeRoom(for: pack)
                 try await downloader.fetch(descriptor) { done in
-                    self.state.withLock { $0.slots[Int(pack.rawValue)].download?.bytesDone = done.value }
+                    self.state.withLock { $0.slots[index].download?.bytesDone = done.value }
                 }
                 result = .success(())
             } catch {
@@ -96,13 +119,24 @@ extension ResourceManager {
             }
             finishDownload(pack, result: result, duration: ContinuousClock.now - started)
         }
+        state.withLock { state in
+            if state.slots[index].download?.ticket == ticket { state.slots[index].download?.task = task }
+        }
     }
 
     private func finishDownload(_ pack: PackNumber, result: Result<Void, FetchError>, duration: Duration) {
         let index = Int(pack.rawValue)
         let now = clock()
-        let waiters = state.withLock { state -> [Waiter] in
+        enum Next { case finished([Waiter]), restart }
+        let next = state.withLock { state -> Next in
             let waiters = Array(state.slots[index].download?.waiters.values ?? [:].values)
+            if case .failure(let error) = result, error.kind == .cancelled, !waiters.isEmpty {
+                // Callers joined after the last one left and the download was cancelled: start over for them.
+                state.slots[index].download?.ticket = downloads.makeTicket()
+                state.slots[index].download?.task = nil
+                state.slots[index].download?.bytesDone = 0
+                return .restart
+            }
             state.slots[index].download = nil
             state.reservedBytes -= manifest.pack(pack).bytes.value
             if case .success = result {
@@ -113,7 +147,11 @@ extension ResourceManager {
                     retain(index, in: &state, at: now)
                 }
             }
-            return waiters
+            return .finished(waiters)
+        }
+        guard case .finished(let waiters) = next else {
+            startDownload(pack)
+            return
         }
         let descriptor = manifest.pack(pack)
         switch result {

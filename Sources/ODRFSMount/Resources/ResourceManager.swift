@@ -35,6 +35,7 @@ public final class ResourceManager: Sendable {
     let state: Mutex<State>
     let purgerWakeups: AsyncStream<String>.Continuation
     let purgerEvents: AsyncStream<String>
+    let downloads: DownloadQueue
 
     struct Waiter {
         var continuation: CheckedContinuation<Void, any Error>
@@ -44,6 +45,10 @@ public final class ResourceManager: Sendable {
     struct Download {
         var waiters: [UInt64: Waiter] = [:]
         var bytesDone: Int64 = 0
+        var priority: DownloadPriority
+        var ticket: UInt64
+        /// Cancelled when the last waiter leaves: nobody wants the bytes any more.
+        var task: Task<Void, Never>?
     }
 
     struct Slot {
@@ -76,6 +81,7 @@ public final class ResourceManager: Sendable {
         store: PackStore,
         downloader: PackDownloader,
         limits: CacheLimits = CacheLimits(),
+        maximumConcurrentDownloads: Int = 4,
         logger: Logger,
         clock: @escaping @Sendable () -> Date = Date.init,
         availableBytes: (@Sendable () -> Int64?)? = nil
@@ -84,6 +90,7 @@ public final class ResourceManager: Sendable {
         self.limits = limits
         self.store = store
         self.downloader = downloader
+        self.downloads = DownloadQueue(maximumConcurrent: maximumConcurrentDownloads)
         self.logger = logger
         self.clock = clock
         self.availableBytes = availableBytes ?? { [store] in store.availableBytes() }
@@ -124,13 +131,13 @@ public final class ResourceManager: Sendable {
     /// Makes `pack` local (downloading it once, however many callers wait) and
     /// retains it. Throws `FetchError` on failure and `.cancelled` if the calling
     /// task is cancelled first; the download itself carries on for other waiters.
-    public func retain(_ pack: PackNumber) async throws(FetchError) {
-        try await acquire(pack, retains: true)
+    public func retain(_ pack: PackNumber, priority: DownloadPriority = .urgent) async throws(FetchError) {
+        try await acquire(pack, retains: true, priority: priority)
     }
 
     /// Makes `pack` local without retaining it (initial install, prefetch).
-    public func makeLocal(_ pack: PackNumber) async throws(FetchError) {
-        try await acquire(pack, retains: false)
+    public func makeLocal(_ pack: PackNumber, priority: DownloadPriority = .urgent) async throws(FetchError) {
+        try await acquire(pack, retains: false, priority: priority)
     }
 
     /// Drops one retain of `pack`. An unbalanced release is logged and ignored,
