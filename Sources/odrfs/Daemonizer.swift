@@ -38,7 +38,7 @@ enum Daemonizer {
         }
         close(writeEnd)
 
-        let reply = readAll(readEnd)
+        let reply = readReply(readEnd)
         if reply.hasPrefix("ready") { return }
         if reply.hasPrefix("error: ") {
             let message = reply.dropFirst("error: ".count).trimmingCharacters(in: .whitespacesAndNewlines)
@@ -48,6 +48,33 @@ enum Daemonizer {
         var status: Int32 = 0
         _ = waitpid(pid, &status, 0)
         throw failure("the mount daemon exited before the mount was ready (status \(status)); see \(logFile)")
+    }
+
+    /// Reads the daemon's lines until "ready" or "error: …" (or EOF), drawing
+    /// "progress DONE TOTAL" lines as a progress bar when stderr is a terminal.
+    private static func readReply(_ descriptor: Int32) -> String {
+        let bar = ProgressBar(label: "installing", enabled: isatty(2) == 1)
+        var pending: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = read(descriptor, &buffer, buffer.count)
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { break }
+            pending += buffer[0..<count]
+            while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = String(decoding: pending[..<newline], as: UTF8.self)
+                pending.removeSubrange(...newline)
+                let fields = line.split(separator: " ")
+                if fields.first == "progress", fields.count == 3, let done = Int64(fields[1]), let total = Int64(fields[2]) {
+                    bar.update(done: done, total: total)
+                    continue
+                }
+                bar.finish()
+                return line
+            }
+        }
+        bar.finish()
+        return String(decoding: pending, as: UTF8.self)
     }
 
     private static func spawn(arguments: [String], logFile: String) throws -> pid_t {
@@ -84,18 +111,6 @@ enum Daemonizer {
             throw failure("cannot start the mount daemon \(executable): \(String(cString: strerror(result)))")
         }
         return pid
-    }
-
-    private static func readAll(_ descriptor: Int32) -> String {
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = read(descriptor, &buffer, buffer.count)
-            if count < 0 && errno == EINTR { continue }
-            if count <= 0 { break }
-            bytes += buffer[0..<count]
-        }
-        return String(decoding: bytes, as: UTF8.self)
     }
 
     private static func failure(_ message: String) -> Error {

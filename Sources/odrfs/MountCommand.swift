@@ -68,7 +68,9 @@ struct MountCommand: AsyncParsableCommand {
         let readiness = ReadinessReporter(descriptor: readyFd)
         let daemon: MountDaemon
         do {
-            daemon = try await MountDaemon.prepare(configuration, logger: logger)
+            daemon = try await MountDaemon.prepare(configuration, logger: logger) { done, total in
+                readiness.progress(done: done, total: total)
+            }
             try daemon.mount()
         } catch {
             logger.error("mount failed", metadata: ["error": "\(error)"])
@@ -81,10 +83,17 @@ struct MountCommand: AsyncParsableCommand {
 }
 
 /// Tells the waiting `odrfs mount` parent whether the mount came up, over a pipe.
-struct ReadinessReporter {
+struct ReadinessReporter: Sendable {
     let descriptor: Int32?
 
     func succeed() { send("ready\n") }
+
+    /// Initial-install progress, for the parent's progress bar.
+    func progress(done: Int64, total: Int64) {
+        guard let descriptor else { return }
+        let line = "progress \(done) \(total)\n"
+        _ = line.withCString { write(descriptor, $0, strlen($0)) }
+    }
 
     func fail(_ message: String) {
         send("error: " + message.replacingOccurrences(of: "\n", with: " ") + "\n")

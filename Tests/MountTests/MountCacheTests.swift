@@ -203,4 +203,23 @@ struct MountCacheTests {
         #expect(FileManager.default.contents(atPath: output) == Self.expected(4, part: 1))
         #expect(try fixture.fetches(of: "Level4") == 1)
     }
+
+    @Test("prefetch tags arrive after the mount is ready, without any open, in the given order")
+    func prefetchInOrder() throws {
+        let fixture = try MountFixture()
+        try Self.writeLevels(to: fixture.source)
+        var spec = try String(contentsOfFile: fixture.source + "/odr.yaml", encoding: .utf8)
+        spec += "initial-install: [Level1]\nprefetch: [Level5, Level2]\n"
+        try spec.write(toFile: fixture.source + "/odr.yaml", atomically: true, encoding: .utf8)
+        #expect(try fixture.odrfs(["build", fixture.source, "-o", fixture.dist]).status == 0)
+        try fixture.mount()
+        #expect(try fixture.state(of: "Level1") == "downloaded", "initial-install is local when mount returns")
+        #expect(eventually { (try? fixture.state(of: "Level2")) == "downloaded" }, "prefetch did not complete")
+        #expect(try fixture.state(of: "Level5") == "downloaded")
+        #expect(try fixture.state(of: "Level3") == "not-downloaded", "only prefetch tags are fetched")
+        let fetched = fixture.log.split(separator: "\n").filter { $0.contains("fetched pack") }
+        let level5 = try #require(fetched.firstIndex { $0.contains("pack.id=Level5") })
+        let level2 = try #require(fetched.firstIndex { $0.contains("pack.id=Level2") })
+        #expect(level5 < level2, "prefetch order not kept")
+    }
 }

@@ -27,7 +27,13 @@ public final class MountDaemon: Sendable {
         self.logger = logger
     }
 
-    public static func prepare(_ configuration: MountConfiguration, logger: Logger) async throws(MountError) -> MountDaemon {
+    /// - Parameter progress: called with (bytes local, bytes total) while the base and
+    ///   initial-install packs download, for a progress bar in the waiting `odrfs mount`.
+    public static func prepare(
+        _ configuration: MountConfiguration,
+        logger: Logger,
+        progress: @escaping @Sendable (Int64, Int64) -> Void = { _, _ in }
+    ) async throws(MountError) -> MountDaemon {
         let mountpoint = try Mountpoint.validate(configuration.mountpoint)
         let origin: any Origin
         do {
@@ -63,7 +69,7 @@ public final class MountDaemon: Sendable {
         } catch {
             throw MountError("cannot read the cache index: \(error)")
         }
-        try await installInitialPacks(manager: manager, logger: logger)
+        try await installInitialPacks(manager: manager, progress: progress)
 
         let fileSystem = BundleFileSystem(index: index, manager: manager, logger: logger)
         var options = MountOptions(fsName: "odrfs", subtype: "odrfs")
@@ -100,7 +106,9 @@ public final class MountDaemon: Sendable {
         let session = self.session
         let logger = self.logger
         let maintenance = Task.detached(priority: .utility) { [manager] in await manager.runMaintenance() }
+        let prefetch = Task.detached(priority: .background) { [manager, logger] in await Self.prefetch(manager: manager, logger: logger) }
         defer {
+            prefetch.cancel()
             maintenance.cancel()
             manager.shutdown()
         }
@@ -142,7 +150,7 @@ public final class MountDaemon: Sendable {
     }
 
     /// Base resources and initial-install tags are local before the mount is ready.
-    private static func installInitialPacks(manager: ResourceManager, logger: Logger) async throws(MountError) {
+    private static func installInitialPacks(manager: ResourceManager, progress: @escaping @Sendable (Int64, Int64) -> Void) async throws(MountError) {
         let manifest = manager.manifest
         var packs = [PackNumber(0)]
         for tag in manifest.initialInstall {
@@ -150,11 +158,63 @@ public final class MountDaemon: Sendable {
                 packs.append(pack)
             }
         }
-        for pack in packs {
-            do {
-                try await manager.makeLocal(pack)
-            } catch {
-                throw MountError("cannot install pack '\(manifest.pack(pack).id)' before mounting: \(error)")
+        let total = packs.reduce(Int64(0)) { $0 + manifest.pack($1).bytes.value }
+        let installing = packs
+        let reporter = Task { [installing] in
+            while !Task.isCancelled {
+                let status = manager.status()
+                let done = installing.reduce(Int64(0)) { sum, pack in
+                    let entry = status[Int(pack.rawValue)]
+                    return sum + (entry.state == .downloading ? entry.bytesDownloaded.value : entry.state == .notDownloaded ? 0 : entry.bytes.value)
+                }
+                progress(done, total)
+                try? await Task.sleep(for: .milliseconds(200))
+            }
+        }
+        defer { reporter.cancel() }
+        // All at once: the download queue bounds the concurrency.
+        let failure = await withTaskGroup(of: (PackNumber, FetchError)?.self) { group in
+            for pack in packs {
+                group.addTask {
+                    do throws(FetchError) {
+                        try await manager.makeLocal(pack, priority: .urgent)
+                        return nil
+                    } catch {
+                        return (pack, error)
+                    }
+                }
+            }
+            var first: (PackNumber, FetchError)?
+            for await result in group where first == nil { first = result }
+            return first
+        }
+        if let (pack, error) = failure {
+            throw MountError("cannot install pack '\(manifest.pack(pack).id)' before mounting: \(error)")
+        }
+        progress(total, total)
+    }
+
+    /// Prefetch tags, in the manifest's order, at the lowest priority, after the mount
+    /// is ready. Stops (with a log line) rather than evict other packs to make room.
+    static func prefetch(manager: ResourceManager, logger: Logger) async {
+        let manifest = manager.manifest
+        var seen: Set<PackNumber> = []
+        for tag in manifest.prefetch {
+            for pack in manifest.packs(for: tag) where seen.insert(pack).inserted {
+                if Task.isCancelled { return }
+                if let budget = manager.limits.budget {
+                    let cache = manager.cacheStatus()
+                    if cache.cachedBytes + cache.reservedBytes + manifest.pack(pack).bytes.value > budget.value,
+                       manager.state(of: pack) == .notDownloaded {
+                        logger.notice("prefetch stopped: the cache budget is reached", metadata: ["pack.id": "\(manifest.pack(pack).id)"])
+                        return
+                    }
+                }
+                do {
+                    try await manager.makeLocal(pack, priority: .prefetch)
+                } catch {
+                    logger.warning("prefetch of a pack failed", metadata: ["pack.id": "\(manifest.pack(pack).id)", "tag": "\(tag)", "error": "\(error)"])
+                }
             }
         }
     }
