@@ -41,14 +41,6 @@ public final class MountDaemon: Sendable {
         } catch {
             throw MountError("cannot use origin: \(error)")
         }
-        let manifestData: Data
-        let manifest: Manifest
-        do {
-            manifestData = try await origin.data(at: Manifest.fileName, limit: configuration.manifestLimit)
-            manifest = try Manifest.decode(manifestData)
-        } catch {
-            throw MountError("cannot read the bundle's manifest from \(origin.displayName): \(error)")
-        }
         let cacheRoot = configuration.resolvedCacheDirectory
         let store: PackStore
         do {
@@ -56,6 +48,7 @@ public final class MountDaemon: Sendable {
         } catch {
             throw MountError("cannot use cache: \(error)")
         }
+        let (manifestData, manifest) = try await loadManifest(from: origin, store: store, limit: configuration.manifestLimit, logger: logger)
         let downloader = PackDownloader(origin: origin, store: store, chunkSize: manifest.chunkSize, logger: logger)
         let index = try await loadIndex(manifest.index, store: store, downloader: downloader)
         do {
@@ -127,6 +120,31 @@ public final class MountDaemon: Sendable {
         }
         runtime.removePID()
         logger.info("unmounted", metadata: ["mountpoint": "\(mountpoint)"])
+    }
+
+    /// The manifest from the origin; if the origin is unreachable and the cache holds
+    /// the manifest of the version mounted last, that one (offline mode: local packs
+    /// work, remote ones fail their opens until the origin is back).
+    private static func loadManifest(from origin: any Origin, store: PackStore, limit: ByteCount, logger: Logger) async throws(MountError) -> (Data, Manifest) {
+        let data: Data
+        do {
+            data = try await origin.data(at: Manifest.fileName, limit: limit)
+        } catch {
+            guard error.kind == .unreachable,
+                  let cached = FileManager.default.contents(atPath: store.layout.manifestFile),
+                  let manifest = try? Manifest.decode(cached) else {
+                throw MountError("cannot read the bundle's manifest from \(origin.displayName): \(error)")
+            }
+            logger.warning("origin unreachable; mounting the cached bundle version offline", metadata: [
+                "origin": "\(origin.displayName)", "bundle.version": "\(manifest.bundleVersion.hex.prefix(12))", "error": "\(error)",
+            ])
+            return (cached, manifest)
+        }
+        do {
+            return (data, try Manifest.decode(data))
+        } catch {
+            throw MountError("the bundle's manifest from \(origin.displayName) is invalid: \(error)")
+        }
     }
 
     private static func loadIndex(_ reference: IndexReference, store: PackStore, downloader: PackDownloader) async throws(MountError) -> FileIndex {
