@@ -134,10 +134,10 @@ private final class FaultHandler: ChannelInboundHandler {
     private func respond(to head: HTTPRequestHead, context: ChannelHandlerContext) {
         let (behaviour, file) = origin.take(head)
         guard let file else {
-            return send(status: .notFound, headers: [:], body: [], context: context)
+            return send(status: .notFound, headers: [], body: [], context: context)
         }
         if case .status(let code) = behaviour {
-            return send(status: HTTPResponseStatus(statusCode: code), headers: [:], body: [], context: context)
+            return send(status: HTTPResponseStatus(statusCode: code), headers: [], body: [], context: context)
         }
         var status = HTTPResponseStatus.ok
         var body = file[...]
@@ -161,7 +161,9 @@ private final class FaultHandler: ChannelInboundHandler {
             if case .reset = behaviour {
                 // Let the client read the bytes first: a RST can discard unread data.
                 context.eventLoop.scheduleTask(in: .milliseconds(200)) {
-                    _ = channel.setOption(.socketOption(.so_linger), value: linger(l_onoff: 1, l_linger: 0))
+                    // SO_LINGER 0 makes close() send RST instead of FIN.
+                    let provider = channel as? any SocketOptionProvider
+                    _ = (provider?.setSoLinger(linger(l_onoff: 1, l_linger: 0)) ?? channel.eventLoop.makeSucceededVoidFuture())
                         .flatMap { channel.close() }
                 }
             } else {

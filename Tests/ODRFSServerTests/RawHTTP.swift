@@ -12,7 +12,7 @@ struct RawResponse {
 
 /// A deliberately dumb HTTP/1.1 client over a blocking socket: sends the request target
 /// byte for byte (no normalisation of `..` or percent escapes, which real clients do) and
-/// reads until the server closes. Runs on a Dispatch thread so the blocking calls never
+/// reads until the server closes. Runs on a thread of its own so the blocking calls never
 /// hold a Swift concurrency thread; every socket has a 10 s receive timeout.
 enum RawHTTP {
     struct Failure: Error, CustomStringConvertible {
@@ -27,9 +27,12 @@ enum RawHTTP {
         request += "\r\n"
         let bytes = Array(request.utf8)
         let raw = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[UInt8], any Error>) in
-            DispatchQueue.global().async {
+            // A thread of its own: on Linux, Dispatch's global queues and the Swift concurrency
+            // pool share the same few threads, which a blocking recv would starve.
+            let thread = Thread {
                 continuation.resume(with: Result { try exchange(port: port, request: bytes) })
             }
+            thread.start()
         }
         return try parse(raw, method: method)
     }
