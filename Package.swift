@@ -116,19 +116,18 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        // Shared by the test targets: child processes reaped by PID, never by SIGCHLD.
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        // Shared by the test targets: child processes reaped by PID, never by SIGCHLD; logs captured in memory.
+        .target(name: "TestSupport", dependencies: [.product(name: "Logging", package: "swift-log")], path: "Tests/TestSupport"),
         .testTarget(name: "FUSEKitTests", dependencies: ["FUSEKit", "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ODRFSCoreTests", dependencies: ["ODRFSCore"]),
         .testTarget(name: "ODRFSBuildTests", dependencies: ["ODRFSBuild", "ODRFSCore"]),
         .testTarget(name: "ODRFSServerTests", dependencies: [
             "ODRFSServer", "TestSupport",
-            .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         // HTTPOrigin against a fault-injecting test origin (SwiftNIO) whose behaviour per request is scripted.
         .testTarget(name: "ODRFSFetchTests", dependencies: [
-            "ODRFSFetch", "ODRFSCore", "ODRFSStore",
+            "ODRFSFetch", "ODRFSCore", "ODRFSStore", "ODRFSServer", "TestSupport",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),

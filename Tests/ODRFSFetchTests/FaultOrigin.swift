@@ -156,18 +156,20 @@ private final class FaultHandler: ChannelInboundHandler {
             writeHead(status: status, headers: headers, length: body.count, context: context)
             var buffer = context.channel.allocator.buffer(capacity: count)
             buffer.writeBytes(body.prefix(count))
-            context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
+            let written = context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(buffer))))
             let channel = context.channel
-            if case .reset = behaviour {
-                // Let the client read the bytes first: a RST can discard unread data.
-                context.eventLoop.scheduleTask(in: .milliseconds(200)) {
+            let reset = if case .reset = behaviour { true } else { false }
+            // Close once the bytes reached the socket (NIO drops pending writes on close) and the
+            // client had time to read them: AsyncHTTPClient discards body bytes it buffered but
+            // had not yet handed out when it sees the connection die, and a RST can make the
+            // kernel discard unread data. The offsets the tests expect are then exact.
+            written.whenComplete { _ in
+                channel.eventLoop.scheduleTask(in: .milliseconds(200)) {
                     // SO_LINGER 0 makes close() send RST instead of FIN.
                     let provider = channel as? any SocketOptionProvider
-                    _ = (provider?.setSoLinger(linger(l_onoff: 1, l_linger: 0)) ?? channel.eventLoop.makeSucceededVoidFuture())
-                        .flatMap { channel.close() }
+                    let ready = reset ? provider?.setSoLinger(linger(l_onoff: 1, l_linger: 0)) : nil
+                    _ = (ready ?? channel.eventLoop.makeSucceededVoidFuture()).flatMap { channel.close() }
                 }
-            } else {
-                context.close(promise: nil)
             }
         case .stall:
             writeHead(status: status, headers: headers, length: body.count, context: context)

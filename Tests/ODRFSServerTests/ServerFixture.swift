@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ODRFSServer
+import TestSupport
 
 /// A temporary dist dir with a manifest, a 1000-byte pack, a hidden file and symlinks that
 /// point outside, plus a token file beside it (outside the dist dir).

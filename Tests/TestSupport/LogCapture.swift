@@ -3,27 +3,29 @@ import Synchronization
 
 /// Keeps every log record in memory so a test can check the access log (and that no
 /// secret ever reached it).
-final class LogCapture: Sendable {
-    struct Record: Sendable {
-        var level: Logger.Level
-        var message: String
-        var metadata: [String: String]
+public final class LogCapture: Sendable {
+    public struct Record: Sendable {
+        public var level: Logger.Level
+        public var message: String
+        public var metadata: [String: String]
 
         /// Everything the record would print, for "never contains" checks.
-        var text: String {
+        public var text: String {
             ([message] + metadata.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }).joined(separator: " ")
         }
     }
 
     private let storage = Mutex<[Record]>([])
 
-    var records: [Record] { storage.withLock { $0 } }
+    public init() {}
 
-    func append(_ record: Record) {
+    public var records: [Record] { storage.withLock { $0 } }
+
+    public func append(_ record: Record) {
         storage.withLock { $0.append(record) }
     }
 
-    var logger: Logger {
+    public var logger: Logger {
         Logger(label: "test") { _ in Handler(capture: self) }
     }
 
