@@ -16,11 +16,12 @@ func withFaultOrigin(_ body: (FaultOrigin) async throws -> Void) async throws {
     await origin.stop()
 }
 
-/// Runs `body` with an `HTTPOrigin` (short deadline, as tests must stay bounded) and
-/// always shuts its client down.
+/// Runs `body` with an `HTTPOrigin` and always shuts its client down. The default deadline
+/// is generous: these tests share the process (and its two cooperative threads) with mount
+/// tests that block, and only the tests of the deadline itself want it short.
 func withHTTPOrigin(
     _ url: String,
-    options: OriginOptions = OriginOptions(fetchDeadline: .seconds(3)),
+    options: OriginOptions = OriginOptions(fetchDeadline: .seconds(20)),
     log: LogCapture = LogCapture(),
     _ body: (HTTPOrigin) async throws -> Void
 ) async throws {

@@ -68,7 +68,7 @@ struct PackDownloaderHTTPTests {
             var iterator = ports.makeAsyncIterator()
             let port = try #require(await iterator.next())
             try await Self.withStore { store in
-                let options = OriginOptions(tokenFile: root + "/token", fetchDeadline: .seconds(5))
+                let options = OriginOptions(tokenFile: root + "/token", fetchDeadline: .seconds(20))
                 try await withHTTPOrigin("http://127.0.0.1:\(port)", options: options) { origin in
                     let downloader = PackDownloader(origin: origin, store: store, chunkSize: .kibibytes(64), logger: LogCapture().logger)
                     try await downloader.fetch(pack)

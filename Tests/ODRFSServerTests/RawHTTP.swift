@@ -13,7 +13,7 @@ struct RawResponse {
 /// A deliberately dumb HTTP/1.1 client over a blocking socket: sends the request target
 /// byte for byte (no normalisation of `..` or percent escapes, which real clients do) and
 /// reads until the server closes. Runs on a thread of its own so the blocking calls never
-/// hold a Swift concurrency thread; every socket has a 10 s receive timeout.
+/// hold a Swift concurrency thread; every socket has a 30 s receive timeout.
 enum RawHTTP {
     struct Failure: Error, CustomStringConvertible {
         let description: String
@@ -41,7 +41,7 @@ enum RawHTTP {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket failed") }
         defer { close(fd) }
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        var timeout = timeval(tv_sec: 30, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
