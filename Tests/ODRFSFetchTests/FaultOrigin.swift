@@ -21,6 +21,8 @@ final class FaultOrigin: Sendable {
         case reset(after: Int)
         /// Headers, then silence.
         case stall
+        /// 302 to this absolute URL.
+        case redirect(String)
     }
 
     /// One request as the origin saw it.
@@ -138,6 +140,9 @@ private final class FaultHandler: ChannelInboundHandler {
         }
         if case .status(let code) = behaviour {
             return send(status: HTTPResponseStatus(statusCode: code), headers: [], body: [], context: context)
+        }
+        if case .redirect(let location) = behaviour {
+            return send(status: .found, headers: [("Location", location)], body: [], context: context)
         }
         var status = HTTPResponseStatus.ok
         var body = file[...]

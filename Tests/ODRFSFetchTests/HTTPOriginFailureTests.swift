@@ -111,6 +111,46 @@ struct HTTPOriginFailureTests {
         }
     }
 
+    @Test func tokenFollowsRedirectsOnlyWithinTheOrigin() async throws {
+        let tokenFile = try temporaryFile("redirect-token\n")
+        defer { try? FileManager.default.removeItem(atPath: tokenFile) }
+        try await withFaultOrigin { server in
+            try await withFaultOrigin { elsewhere in
+                server.setFile(path, file)
+                elsewhere.setFile("/mirror.tar", file)
+                server.script(path, [.redirect(server.baseURL + path + "?again"), .redirect(elsewhere.baseURL + "/mirror.tar")])
+                try await withHTTPOrigin(server.baseURL, options: OriginOptions(tokenFile: tokenFile)) { origin in
+                    let received = try await origin.bytes(of: "packs/p.tar", expected: file.count)
+                    #expect(received == file)
+                }
+                #expect(server.requests(of: path).map(\.authorization) == ["Bearer redirect-token", "Bearer redirect-token"])
+                #expect(elsewhere.requests(of: "/mirror.tar").map(\.authorization) == [nil])
+            }
+        }
+    }
+
+    @Test func cancellationEndsAWaitingFetchAtOnce() async throws {
+        try await withFaultOrigin { server in
+            server.setFile(path, file)
+            server.script(path, Array(repeating: .stall, count: 10))
+            try await withHTTPOrigin(server.baseURL) { origin in
+                let task = Task { () async throws -> [UInt8] in
+                    try await origin.bytes(of: "packs/p.tar", expected: file.count)
+                }
+                try await Task.sleep(for: .milliseconds(300))
+                let start = ContinuousClock.now
+                task.cancel()
+                let result = await task.result
+                #expect(ContinuousClock.now - start < .seconds(15))
+                guard case .failure(let error) = result else {
+                    Issue.record("a stalled fetch cannot succeed")
+                    return
+                }
+                #expect((error as? FetchError)?.kind == .cancelled, "\(error)")
+            }
+        }
+    }
+
     @Test func badTokenOrCAFileFailsAtCreation() throws {
         let empty = try temporaryFile("\n")
         defer { try? FileManager.default.removeItem(atPath: empty) }
