@@ -120,7 +120,7 @@ public final class HTTPOrigin: Origin {
                 }
                 logger.notice("fetch attempt failed; retrying", metadata: [
                     "fetch.url": "\(shown)", "fetch.attempt": "\(attempts)", "fetch.error": "\(reason)",
-                    "fetch.offset": "\(transfer.delivered)", "fetch.retry_in_ms": "\(delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000)",
+                    "fetch.offset": "\(transfer.delivered)", "fetch.retry_in": "\(delay)",
                 ])
                 do {
                     try await Task.sleep(for: delay)

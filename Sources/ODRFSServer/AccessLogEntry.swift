@@ -29,8 +29,8 @@ struct AccessLogEntry: Sendable {
             "http.path": .string(path),
             "http.status": .stringConvertible(status.code),
             "http.bytes": .stringConvertible(bytes),
-            "http.duration_ms": .string(String(format: "%.1f", Double(elapsed.components.attoseconds) / 1e15
-                + Double(elapsed.components.seconds) * 1000)),
+            "http.duration_ms": .string(String(format: "%.1f", Double(elapsed.components.seconds) * 1000
+                + Double(elapsed.components.attoseconds) / 1e15)),
         ]
         if let range { metadata["http.range"] = .string(range) }
         if let note { metadata["http.note"] = .string(note) }
