@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import Logging
 import NIOCore
+import ODRFSCore
 import ServiceLifecycle
 
 /// The embedded origin behind `odrfs serve`: a dist dir over HTTP/1.1 for `odrfs mount`
@@ -37,7 +38,7 @@ public struct OriginServer: Service {
     ) throws(OriginServerError) {
         let directory = try DistDirectory(path: distDirectory, excluding: tokenFile.map { [$0] } ?? [])
         var manifest = stat()
-        guard stat(directory.root + "/manifest.json", &manifest) == 0, (manifest.st_mode & S_IFMT) == S_IFREG else {
+        guard stat(directory.root + "/" + Manifest.fileName, &manifest) == 0, (manifest.st_mode & S_IFMT) == S_IFREG else {
             throw OriginServerError(.distDirectory, "\(distDirectory) has no manifest.json; pass the dist dir made by `odrfs build`")
         }
         let token = try tokenFile.map { (path: String) throws(OriginServerError) in try AccessToken(contentsOfFile: path) }

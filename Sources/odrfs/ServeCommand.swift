@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import ODRFSCore
 import ODRFSServer
 import ServiceLifecycle
 
@@ -37,7 +38,7 @@ struct ServeCommand: AsyncParsableCommand {
 
     func validate() throws {
         var info = stat()
-        guard stat(distDirectory + "/manifest.json", &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+        guard stat(distDirectory + "/" + Manifest.fileName, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
             throw ValidationError("\(distDirectory) has no manifest.json; pass the dist dir made by `odrfs build`")
         }
         guard (0...65535).contains(port) else {
