@@ -15,6 +15,13 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        // HTTP: the embedded origin (server), the HTTP origin (client), signals and graceful shutdown.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         // The C boundary: libfuse3's low-level API plus shims for what Swift cannot call directly.
@@ -58,12 +65,30 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // Origins (file now, http later) and verified pack downloads.
+        // Origins (file and http(s)) and verified pack downloads.
         .target(
             name: "ODRFSFetch",
             dependencies: [
                 "ODRFSCore",
                 "ODRFSStore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
+        // `odrfs serve`: the embedded origin, a dist dir over HTTP with Range, ETag and a bearer token.
+        .target(
+            name: "ODRFSServer",
+            dependencies: [
+                "ODRFSCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -88,16 +113,30 @@ let package = Package(
                 "ODRFSBuild",
                 "ODRFSStore",
                 "ODRFSMount",
+                "ODRFSServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        // Shared by the test targets: child processes reaped by PID, never by SIGCHLD.
-        .target(name: "TestSupport", dependencies: ["ODRFSCore"], path: "Tests/TestSupport"),
+        // Shared by the test targets: child processes reaped by PID, never by SIGCHLD; logs captured in memory.
+        .target(name: "TestSupport", dependencies: ["ODRFSCore", .product(name: "Logging", package: "swift-log")], path: "Tests/TestSupport"),
         .testTarget(name: "FUSEKitTests", dependencies: ["FUSEKit", "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ODRFSCoreTests", dependencies: ["ODRFSCore"]),
         .testTarget(name: "ODRFSBuildTests", dependencies: ["ODRFSBuild", "ODRFSCore"]),
         .testTarget(name: "ODRFSStoreTests", dependencies: ["ODRFSStore", "ODRFSCore", "TestSupport"]),
+        .testTarget(name: "ODRFSServerTests", dependencies: [
+            "ODRFSServer", "TestSupport",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        // HTTPOrigin against a fault-injecting test origin (SwiftNIO) whose behaviour per request is scripted.
+        .testTarget(name: "ODRFSFetchTests", dependencies: [
+            "ODRFSFetch", "ODRFSCore", "ODRFSStore", "ODRFSServer", "TestSupport",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .testTarget(name: "ODRFSMountTests", dependencies: ["ODRFSMount", "ODRFSCore", "ODRFSStore", "ODRFSFetch", "ODRFSBuild", "CFuse3", "TestSupport"]),
         // Real mounts driven through the built `odrfs` binary and real tools.
         .testTarget(name: "MountTests", dependencies: ["ODRFSCore", "ODRFSMount", "CFuse3", "TestSupport"]),

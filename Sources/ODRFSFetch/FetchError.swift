@@ -12,6 +12,8 @@ public struct FetchError: Error, CustomStringConvertible, Sendable {
         case unreachable
         /// The origin has no such file.
         case notFound
+        /// The origin refused the credentials (HTTP 401 or 403): no token, or the wrong one.
+        case unauthorized
         /// The bytes arrived but are not what the manifest promised (size or SHA-256).
         case corrupt
         /// The local cache has no room for the download.

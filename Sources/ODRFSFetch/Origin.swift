@@ -1,7 +1,8 @@
 import Foundation
+import Logging
 import ODRFSCore
 
-/// Where a bundle's dist dir lives: a local directory now, HTTP(S) servers later.
+/// Where a bundle's dist dir lives: a local directory or an HTTP(S) server.
 ///
 /// An origin only moves bytes. Verification, retries and single-flight live above
 /// it (in `PackDownloader` and the resource manager), so every origin gets them.
@@ -20,16 +21,28 @@ public protocol Origin: Sendable {
         expectedBytes: ByteCount,
         into consume: (UnsafeRawBufferPointer) throws(FetchError) -> Void
     ) async throws(FetchError)
+
+    /// Releases connections and threads; the daemon calls it once at exit, after the last fetch.
+    func shutdown() async
+}
+
+extension Origin {
+    /// Nothing to release by default (a file origin holds no open files between calls).
+    public func shutdown() async {}
 }
 
 /// Turns the user's `<origin>` argument into an `Origin`.
 public enum OriginLocator {
-    /// Accepts a dist dir path or a `file://` URL. HTTP(S) URLs are recognised and
-    /// refused with a clear message until the HTTP fetcher exists.
-    public static func origin(for argument: String) throws(FetchError) -> any Origin {
+    /// Accepts a dist dir path, a `file://` URL, or an `http://`/`https://` URL of a dist dir.
+    /// `options` apply to HTTP(S) origins only.
+    public static func origin(
+        for argument: String,
+        options: OriginOptions = OriginOptions(),
+        logger: Logger = Logger(label: "odrfs.origin")
+    ) throws(FetchError) -> any Origin {
         let lowered = argument.lowercased()
         if lowered.hasPrefix("http://") || lowered.hasPrefix("https://") {
-            throw FetchError(.unsupported, "HTTP origins are not supported by this build yet: \(argument); serve the dist dir locally and pass its path")
+            return try HTTPOrigin(url: argument, options: options, logger: logger)
         }
         var path = argument
         if lowered.hasPrefix("file://") {

@@ -14,6 +14,6 @@ struct ODRFSCommand: AsyncParsableCommand {
               odrfs unmount /mnt/myapp
             """,
         version: "0.1.0",
-        subcommands: [BuildCommand.self, MountCommand.self, UnmountCommand.self, StatusCommand.self]
+        subcommands: [BuildCommand.self, MountCommand.self, UnmountCommand.self, StatusCommand.self, ServeCommand.self]
     )
 }

@@ -3,7 +3,7 @@ import ODRFSFetch
 
 extension Errno {
     /// The one place where ODRFS errors become errnos (DESIGN.md's error contract):
-    /// origin unreachable, pack missing or corrupt → EIO; no space → ENOSPC;
+    /// origin unreachable or refusing the token, pack missing or corrupt → EIO; no space → ENOSPC;
     /// an interrupted wait → EINTR. Anything unexpected is EIO.
     init(mapping error: any Error) {
         guard let error = error as? FetchError else {
@@ -13,7 +13,7 @@ extension Errno {
         switch error.kind {
         case .noSpace: self = .noSpace
         case .cancelled: self = .interrupted
-        case .invalidOrigin, .unsupported, .unreachable, .notFound, .corrupt, .localIO: self = .ioError
+        case .invalidOrigin, .unsupported, .unreachable, .notFound, .unauthorized, .corrupt, .localIO: self = .ioError
         }
     }
 }

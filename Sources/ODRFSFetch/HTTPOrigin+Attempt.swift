@@ -1,0 +1,94 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import ODRFSCore
+
+extension HTTPOrigin {
+    /// One HTTP request of a fetch: resumes from `transfer.delivered`, streams the new bytes
+    /// to `consume` and records progress in `transfer`, even when it then fails.
+    func attempt(
+        _ path: String,
+        expectedBytes: ByteCount,
+        transfer: inout TransferState,
+        consume: (UnsafeRawBufferPointer) throws(FetchError) -> Void
+    ) async throws(AttemptFailure) {
+        let shown = address.displayURL(for: path)
+        if transfer.delivered > 0 {
+            logger.info("resuming download", metadata: ["fetch.url": "\(shown)", "fetch.offset": "\(transfer.delivered)",
+                                                        "fetch.range": "\(transfer.rangeUsable)"])
+        }
+        let remaining = transfer.lastProgress + fetchDeadline - ContinuousClock.now
+        let deadline = NIODeadline.now() + TimeAmount(max(remaining, .milliseconds(100)))
+        let response = try await execute(address.url(for: path), headers: transfer.requestHeaders,
+                                          deadline: deadline, shown: shown)
+        let plan = try transfer.plan(for: response, expectedBytes: expectedBytes, url: shown,
+                                     sentToken: authorization != nil)
+        if plan.isComplete { return }
+        if plan.skip > 0 {
+            logger.notice("origin ignored the range; skipping bytes already received",
+                          metadata: ["fetch.url": "\(shown)", "fetch.skip": "\(plan.skip)"])
+        }
+        var skip = plan.skip
+        var received: Int64 = 0
+        do {
+            for try await var chunk in response.body {
+                received += Int64(chunk.readableBytes)
+                transfer.lastProgress = .now
+                if skip > 0 {
+                    let dropped = Int(min(skip, Int64(chunk.readableBytes)))
+                    chunk.moveReaderIndex(forwardBy: dropped)
+                    skip -= Int64(dropped)
+                }
+                guard chunk.readableBytes > 0 else { continue }
+                guard transfer.delivered + Int64(chunk.readableBytes) <= expectedBytes.value else {
+                    throw AttemptFailure.fatal(FetchError(.corrupt, "\(shown) on the origin is larger than the \(expectedBytes.value) bytes expected"))
+                }
+                var failure: FetchError?
+                chunk.withUnsafeReadableBytes { bytes in
+                    do throws(FetchError) { try consume(bytes) } catch { failure = error }
+                }
+                if let failure { throw AttemptFailure.fatal(failure) }
+                transfer.delivered += Int64(chunk.readableBytes)
+            }
+        } catch let failure as AttemptFailure {
+            throw failure
+        } catch {
+            throw AttemptFailure.classify(error, url: shown)
+        }
+        if skip > 0 {
+            throw .fatal(FetchError(.corrupt, "\(shown) on the origin is shorter than the \(transfer.delivered) bytes already received"))
+        }
+        if let length = plan.length, received < length {
+            throw .transient("body ended after \(received) of \(length) bytes")
+        }
+    }
+
+    /// Sends the request, following up to ``maxRedirects`` redirects by hand so that the
+    /// token goes only to the origin itself.
+    private func execute(_ url: String, headers: HTTPHeaders, deadline: NIODeadline,
+                         shown: String) async throws(AttemptFailure) -> HTTPClientResponse {
+        var current = url
+        for _ in 0...Self.maxRedirects {
+            var request = HTTPClientRequest(url: current)
+            request.headers = headers
+            if let authorization, address.isSameOrigin(current) {
+                request.headers.replaceOrAdd(name: "Authorization", value: authorization)
+            }
+            let response: HTTPClientResponse
+            do {
+                response = try await client.execute(request, deadline: deadline)
+            } catch {
+                throw AttemptFailure.classify(error, url: shown)
+            }
+            guard [301, 302, 303, 307, 308].contains(response.status.code),
+                  let location = response.headers.first(name: "Location"),
+                  let next = URL(string: location, relativeTo: URL(string: current))?.absoluteString
+            else {
+                return response
+            }
+            current = next
+        }
+        throw .fatal(FetchError(.unreachable, "more than \(Self.maxRedirects) redirects for \(shown)"))
+    }
+}

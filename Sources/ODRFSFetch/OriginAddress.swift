@@ -1,0 +1,83 @@
+import Foundation
+
+/// The base URL of an HTTP(S) dist dir, split so that file URLs can be built from it and
+/// shown without secrets.
+///
+/// Credentials in the URL (`https://user:pass@host/`) are refused: the origin argument is
+/// on the mount's command line, visible to every user in `ps`; `--token-file` is the way.
+/// A query (e.g. a CDN access key) is kept and sent with every request but never shown.
+struct OriginAddress: Sendable {
+    let scheme: String
+    let host: String
+    let port: Int?
+    /// Percent-encoded path without a trailing slash ("" for the server root).
+    let basePath: String
+    let query: String?
+
+    init(_ argument: String) throws(FetchError) {
+        guard let components = URLComponents(string: argument),
+              let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
+              let host = components.host, !host.isEmpty
+        else {
+            throw FetchError(.invalidOrigin, "not a valid http(s) URL: \(Self.redacted(argument))")
+        }
+        guard components.user == nil, components.password == nil else {
+            throw FetchError(.invalidOrigin, "the origin URL \(Self.redacted(argument)) contains credentials; put a bearer token in a file and pass --token-file instead")
+        }
+        self.scheme = scheme
+        self.host = host
+        self.port = components.port
+        var path = components.percentEncodedPath
+        while path.hasSuffix("/") { path.removeLast() }
+        self.basePath = path
+        self.query = components.percentEncodedQuery.flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    /// scheme://host[:port]/path: no userinfo, no query.
+    var displayName: String {
+        let hostPart = host.contains(":") ? "[\(host)]" : host
+        return "\(scheme)://\(hostPart)\(port.map { ":\($0)" } ?? "")\(basePath)"
+    }
+
+    /// The URL of `path` (relative to the dist dir), with the base query if any.
+    func url(for path: String) -> String {
+        let encoded = path.split(separator: "/", omittingEmptySubsequences: true)
+            .map { $0.addingPercentEncoding(withAllowedCharacters: Self.segmentCharacters) ?? String($0) }
+            .joined(separator: "/")
+        return displayName + "/" + encoded + (query.map { "?" + $0 } ?? "")
+    }
+
+    /// What messages and logs show for `path`: the URL without the query.
+    func displayURL(for path: String) -> String {
+        displayName + "/" + path
+    }
+
+    /// Whether `url` is on the same scheme, host and port: only there may the token go
+    /// (a redirect to a CDN or object store must not carry it along).
+    func isSameOrigin(_ url: String) -> Bool {
+        guard let other = URLComponents(string: url) else { return false }
+        return other.scheme?.lowercased() == scheme && other.host?.lowercased() == host.lowercased()
+            && (other.port ?? Self.defaultPort(scheme)) == (port ?? Self.defaultPort(scheme))
+    }
+
+    private static func defaultPort(_ scheme: String) -> Int {
+        scheme == "https" ? 443 : 80
+    }
+
+    private static let segmentCharacters: CharacterSet = {
+        var allowed = CharacterSet.urlPathAllowed
+        allowed.remove(charactersIn: "/?#;")
+        return allowed
+    }()
+
+    /// The argument with any userinfo and query replaced, for error messages.
+    static func redacted(_ argument: String) -> String {
+        guard var components = URLComponents(string: argument) else { return "(unparseable URL)" }
+        if components.user != nil || components.password != nil {
+            components.user = "***"
+            components.password = nil
+        }
+        if components.query != nil { components.query = "***" }
+        return components.string ?? "(unparseable URL)"
+    }
+}

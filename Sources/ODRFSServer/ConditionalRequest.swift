@@ -1,0 +1,33 @@
+import Foundation
+import HTTPTypes
+
+/// RFC 9110 §13 preconditions for a GET or HEAD of a static file.
+enum ConditionalRequest {
+    /// If-None-Match (weak comparison, `*` matches) or, only when it is absent,
+    /// If-Modified-Since: true when the client's copy is current and 304 is the answer.
+    static func isNotModified(_ headers: HTTPFields, file: ServedFile) -> Bool {
+        let noneMatch = headers[values: .ifNoneMatch]
+        if !noneMatch.isEmpty {
+            let offered = noneMatch.flatMap { $0.split(separator: ",") }
+                .map { $0.trimmingCharacters(in: .whitespaces) }
+            return offered.contains { $0 == "*" || weakValue($0) == weakValue(file.entityTag) }
+        }
+        if let since = headers[.ifModifiedSince], let date = HTTPDate.parse(since) {
+            return file.modifiedSeconds <= date
+        }
+        return false
+    }
+
+    /// If-Range: a range applies only if the client's validator still matches, strongly for an
+    /// ETag, exactly for a date; otherwise the whole (changed) file is sent.
+    static func rangeApplies(_ headers: HTTPFields, file: ServedFile) -> Bool {
+        guard let validator = headers[.ifRange]?.trimmingCharacters(in: .whitespaces) else { return true }
+        if validator.hasPrefix("W/") { return false }
+        if validator.hasPrefix("\"") { return validator == file.entityTag }
+        return validator == file.lastModified
+    }
+
+    private static func weakValue(_ tag: String) -> String {
+        tag.hasPrefix("W/") ? String(tag.dropFirst(2)) : tag
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+
+/// The dist dir as the server sees it: turns a request target into an open file that is
+/// guaranteed to lie inside the directory, or into a refusal.
+///
+/// Defence in depth, because the token only says who may read, not what:
+/// 1. the raw target is checked before and after percent-decoding (`..`, `.`, `%2e%2e`,
+///    empty segments such as `//etc`, NUL, backslashes, absolute-form targets → 400);
+/// 2. dot files are never served (an operator's token file may sit beside the packs) → 404;
+/// 3. the path is resolved with `realpath` and must stay under the resolved root, so a
+///    symlink pointing outside is refused → 404;
+/// 4. the final component is opened with `O_NOFOLLOW` and must be a regular file → 404.
+struct DistDirectory: Sendable {
+    /// The dist dir with every symlink resolved.
+    let root: String
+    /// Resolved paths that are never served even if they lie inside the root (the token file).
+    let excluded: Set<String>
+
+    init(path: String, excluding secretFiles: [String] = []) throws(OriginServerError) {
+        guard let resolved = Self.resolve(path) else {
+            throw OriginServerError(.distDirectory, "dist dir \(path) does not exist or is not readable")
+        }
+        var info = stat()
+        guard stat(resolved, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
+            throw OriginServerError(.distDirectory, "\(path) is not a directory; pass the dist dir made by `odrfs build`")
+        }
+        self.root = resolved
+        self.excluded = Set(secretFiles.compactMap(Self.resolve))
+    }
+
+    /// A request the server will not answer with a file, with the status to send and a
+    /// reason for the access log (never sent to the client).
+    struct Refusal: Error {
+        enum Status { case badRequest, forbidden, notFound }
+        let status: Status
+        let reason: String
+    }
+
+    /// Opens the file named by `target` (the request's path, query already removed).
+    func open(target: String) throws(Refusal) -> ServedFile {
+        let relative = try Self.relativePath(of: target)
+        let candidate = root + "/" + relative
+        guard let resolved = Self.resolve(candidate) else {
+            throw Refusal(status: .notFound, reason: "no such file")
+        }
+        guard resolved.hasPrefix(root + "/") else {
+            throw Refusal(status: .notFound, reason: "resolves outside the dist dir")
+        }
+        guard !excluded.contains(resolved) else {
+            throw Refusal(status: .notFound, reason: "secret file")
+        }
+        let fd = Glibc.open(resolved, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else {
+            let code = errno
+            throw Refusal(status: code == EACCES ? .forbidden : .notFound, reason: String(cString: strerror(code)))
+        }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            close(fd)
+            throw Refusal(status: .notFound, reason: "not a regular file")
+        }
+        return ServedFile(descriptor: fd, status: info)
+    }
+
+    /// Validates the raw target and returns the decoded path relative to the root.
+    static func relativePath(of target: String) throws(Refusal) -> String {
+        guard target.hasPrefix("/") else {
+            throw Refusal(status: .badRequest, reason: "not an origin-form path")
+        }
+        guard let decoded = target.removingPercentEncoding else {
+            throw Refusal(status: .badRequest, reason: "invalid percent encoding")
+        }
+        guard !decoded.contains("\0"), !decoded.contains("\\") else {
+            throw Refusal(status: .badRequest, reason: "NUL or backslash in path")
+        }
+        let segments = decoded.dropFirst().split(separator: "/", omittingEmptySubsequences: false)
+        for segment in segments {
+            if segment == ".." || segment == "." {
+                throw Refusal(status: .badRequest, reason: "dot segment in path")
+            }
+            if segment.isEmpty {
+                throw Refusal(status: .badRequest, reason: "empty segment in path")
+            }
+            if segment.hasPrefix(".") {
+                throw Refusal(status: .notFound, reason: "hidden file")
+            }
+        }
+        return segments.joined(separator: "/")
+    }
+
+    private static func resolve(_ path: String) -> String? {
+        guard let pointer = realpath(path, nil) else { return nil }
+        defer { free(pointer) }
+        return String(cString: pointer)
+    }
+}

@@ -1,0 +1,41 @@
+import Foundation
+
+/// HTTP dates (RFC 9110 IMF-fixdate, "Sun, 06 Nov 1994 08:49:37 GMT") for Last-Modified,
+/// If-Modified-Since and If-Range.
+///
+/// Written by hand because Hummingbird keeps its formatter internal, `strftime` follows the
+/// process locale, and a `DateFormatter` per request would be slow.
+enum HTTPDate {
+    private static let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+    /// Formats whole seconds since the epoch.
+    static func format(secondsSinceEpoch seconds: Int) -> String {
+        var time = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) "
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
+    }
+
+    /// Parses an IMF-fixdate; nil for anything else (the obsolete RFC 850 and asctime forms
+    /// that no current client sends are treated as absent, which only costs a full response).
+    static func parse(_ text: String) -> Int? {
+        let fields = text.split(separator: " ")
+        guard fields.count == 6, fields[0].hasSuffix(","), days.contains(String(fields[0].dropLast())),
+              fields[5] == "GMT", let day = Int32(fields[1]), let month = months.firstIndex(of: String(fields[2])),
+              let year = Int32(fields[3]) else { return nil }
+        let clock = fields[4].split(separator: ":").compactMap { Int32($0) }
+        guard clock.count == 3, (1...31).contains(day), (0...23).contains(clock[0]),
+              (0...59).contains(clock[1]), (0...60).contains(clock[2]) else { return nil }
+        var parts = tm()
+        parts.tm_year = year - 1900
+        parts.tm_mon = Int32(month)
+        parts.tm_mday = day
+        parts.tm_hour = clock[0]
+        parts.tm_min = clock[1]
+        parts.tm_sec = clock[2]
+        return Int(timegm(&parts))
+    }
+}

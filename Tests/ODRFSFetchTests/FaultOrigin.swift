@@ -1,0 +1,202 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Synchronization
+
+/// A test origin whose answer to each request is scripted, per path and per attempt, to
+/// produce the failures a real network and real servers produce.
+final class FaultOrigin: Sendable {
+    /// What the origin does with one request.
+    enum Behaviour: Sendable {
+        /// A well-behaved server: honours `Range` (206) unless If-Range is stale.
+        case serve
+        /// Always the whole file with 200, whatever Range says.
+        case serveIgnoringRange
+        /// An empty response with this status.
+        case status(Int)
+        /// Headers promising the whole answer, `n` body bytes, then a clean close (FIN).
+        case truncate(after: Int)
+        /// Headers, `n` body bytes, then a reset (RST) once the client has read them.
+        case reset(after: Int)
+        /// Headers, then silence.
+        case stall
+        /// 302 to this absolute URL.
+        case redirect(String)
+    }
+
+    /// One request as the origin saw it.
+    struct Seen: Sendable {
+        var path: String
+        var range: String?
+        var ifRange: String?
+        var authorization: String?
+    }
+
+    static let entityTag = "\"v1\""
+
+    private struct State {
+        var files: [String: [UInt8]] = [:]
+        var scripts: [String: [Behaviour]] = [:]
+        var seen: [Seen] = []
+    }
+
+    private let state = Mutex(State())
+    private let group: MultiThreadedEventLoopGroup
+    private let channel: any Channel
+    let port: Int
+
+    private init(group: MultiThreadedEventLoopGroup, channel: any Channel) {
+        self.group = group
+        self.channel = channel
+        self.port = channel.localAddress?.port ?? 0
+    }
+
+    /// Starts listening on 127.0.0.1 with a kernel-chosen port.
+    static func start() async throws -> FaultOrigin {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let box = Mutex<FaultOrigin?>(nil)
+        let channel = try await ServerBootstrap(group: group)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                    try channel.pipeline.syncOperations.addHandler(FaultHandler(origin: box.withLock { $0! }))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        let origin = FaultOrigin(group: group, channel: channel)
+        box.withLock { $0 = origin }
+        return origin
+    }
+
+    /// Closes the listener and every connection (stalled ones included).
+    func stop() async {
+        try? await channel.close()
+        try? await group.shutdownGracefully()
+    }
+
+    var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    func setFile(_ path: String, _ bytes: [UInt8]) {
+        state.withLock { $0.files[path] = bytes }
+    }
+
+    /// Behaviours for the next requests of `path`, in order; afterwards `.serve`.
+    func script(_ path: String, _ behaviours: [Behaviour]) {
+        state.withLock { $0.scripts[path] = behaviours }
+    }
+
+    var seen: [Seen] { state.withLock { $0.seen } }
+
+    func requests(of path: String) -> [Seen] {
+        seen.filter { $0.path == path }
+    }
+
+    /// Records the request and says what to do and with which bytes.
+    fileprivate func take(_ head: HTTPRequestHead) -> (Behaviour, [UInt8]?) {
+        let path = String(head.uri.prefix { $0 != "?" })
+        return state.withLock { state in
+            state.seen.append(Seen(path: path, range: head.headers.first(name: "Range"),
+                                   ifRange: head.headers.first(name: "If-Range"),
+                                   authorization: head.headers.first(name: "Authorization")))
+            var behaviour = Behaviour.serve
+            if var script = state.scripts[path], !script.isEmpty {
+                behaviour = script.removeFirst()
+                state.scripts[path] = script
+            }
+            return (behaviour, state.files[path])
+        }
+    }
+}
+
+/// Answers requests on one connection as the origin's script says.
+private final class FaultHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    let origin: FaultOrigin
+    private var head: HTTPRequestHead?
+
+    init(origin: FaultOrigin) {
+        self.origin = origin
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head): self.head = head
+        case .body: break
+        case .end:
+            guard let head else { return }
+            self.head = nil
+            respond(to: head, context: context)
+        }
+    }
+
+    private func respond(to head: HTTPRequestHead, context: ChannelHandlerContext) {
+        let (behaviour, file) = origin.take(head)
+        guard let file else {
+            return send(status: .notFound, headers: [], body: [], context: context)
+        }
+        if case .status(let code) = behaviour {
+            return send(status: HTTPResponseStatus(statusCode: code), headers: [], body: [], context: context)
+        }
+        if case .redirect(let location) = behaviour {
+            return send(status: .found, headers: [("Location", location)], body: [], context: context)
+        }
+        var status = HTTPResponseStatus.ok
+        var body = file[...]
+        var headers: [(String, String)] = [("ETag", FaultOrigin.entityTag)]
+        let ifRange = head.headers.first(name: "If-Range")
+        if case .serveIgnoringRange = behaviour {
+        } else if let range = head.headers.first(name: "Range"), range.hasPrefix("bytes="), range.hasSuffix("-"),
+                  let start = Int(range.dropFirst(6).dropLast()), start < file.count,
+                  ifRange == nil || ifRange == FaultOrigin.entityTag {
+            status = .partialContent
+            body = file[start...]
+            headers.append(("Content-Range", "bytes \(start)-\(file.count - 1)/\(file.count)"))
+        }
+        switch behaviour {
+        case .truncate(let count), .reset(let count):
+            writeHead(status: status, headers: headers, length: body.count, context: context)
+            var buffer = context.channel.allocator.buffer(capacity: count)
+            buffer.writeBytes(body.prefix(count))
+            let written = context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(buffer))))
+            let channel = context.channel
+            let reset = if case .reset = behaviour { true } else { false }
+            // Close once the bytes reached the socket (NIO drops pending writes on close) and the
+            // client had time to read them: AsyncHTTPClient discards body bytes it buffered but
+            // had not yet handed out when it sees the connection die, and a RST can make the
+            // kernel discard unread data. The offsets the tests expect are then exact.
+            written.whenComplete { _ in
+                channel.eventLoop.scheduleTask(in: .milliseconds(200)) {
+                    // SO_LINGER 0 makes close() send RST instead of FIN.
+                    let provider = channel as? any SocketOptionProvider
+                    let ready = reset ? provider?.setSoLinger(linger(l_onoff: 1, l_linger: 0)) : nil
+                    _ = (ready ?? channel.eventLoop.makeSucceededVoidFuture()).flatMap { channel.close() }
+                }
+            }
+        case .stall:
+            writeHead(status: status, headers: headers, length: body.count, context: context)
+            context.flush()
+        default:
+            send(status: status, headers: headers, body: Array(body), context: context)
+        }
+    }
+
+    private func writeHead(status: HTTPResponseStatus, headers: [(String, String)], length: Int, context: ChannelHandlerContext) {
+        var fields = HTTPHeaders(headers)
+        fields.replaceOrAdd(name: "Content-Length", value: String(length))
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: fields))), promise: nil)
+    }
+
+    private func send(status: HTTPResponseStatus, headers: [(String, String)], body: [UInt8], context: ChannelHandlerContext) {
+        writeHead(status: status, headers: headers, length: body.count, context: context)
+        if !body.isEmpty {
+            var buffer = context.channel.allocator.buffer(capacity: body.count)
+            buffer.writeBytes(body)
+            context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
+        }
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+    }
+}

@@ -1,0 +1,164 @@
+import Foundation
+import ODRFSCore
+import Testing
+import TestSupport
+@testable import ODRFSFetch
+
+/// Failures end quickly and clearly: no hang, no retry storm, no secret in a message.
+@Suite(.timeLimit(.minutes(1)))
+struct HTTPOriginFailureTests {
+    let path = "/packs/p.tar"
+    let file = testBytes(200_000)
+
+    @Test func downOriginFailsAfterTheDeadline() async throws {
+        let port = try unusedPort()
+        let start = ContinuousClock.now
+        try await withHTTPOrigin("http://127.0.0.1:\(port)/dist", options: OriginOptions(fetchDeadline: .seconds(2))) { origin in
+            let error = await #expect(throws: FetchError.self) {
+                _ = try await origin.bytes(of: "packs/p.tar", expected: 10)
+            }
+            #expect(error?.kind == .unreachable)
+            #expect(error?.message.contains("http://127.0.0.1:\(port)/dist/packs/p.tar") == true)
+            #expect(error?.message.contains("attempt") == true)
+            #expect(error?.message.contains("refused") == true, "\(error?.message ?? "")")
+        }
+        let elapsed = ContinuousClock.now - start
+        // Bounded, with slack for a test process whose other suites may hog the threads.
+        #expect(elapsed >= .seconds(1.5) && elapsed < .seconds(30), "took \(elapsed)")
+    }
+
+    @Test func stalledBodyFailsAfterTheDeadline() async throws {
+        try await withFaultOrigin { server in
+            server.setFile(path, file)
+            server.script(path, Array(repeating: .stall, count: 50))
+            let start = ContinuousClock.now
+            try await withHTTPOrigin(server.baseURL, options: OriginOptions(fetchDeadline: .seconds(2))) { origin in
+                let error = await #expect(throws: FetchError.self) {
+                    _ = try await origin.bytes(of: "packs/p.tar", expected: file.count)
+                }
+                #expect(error?.kind == .unreachable)
+                #expect(error?.message.contains("readTimeout") == true, "\(error?.message ?? "")")
+            }
+            let elapsed = ContinuousClock.now - start
+            #expect(elapsed < .seconds(30), "took \(elapsed)")
+            #expect(server.requests(of: path).count >= 1)
+        }
+    }
+
+    @Test func notFoundIsNotRetried() async throws {
+        try await withFaultOrigin { server in
+            try await withHTTPOrigin(server.baseURL) { origin in
+                let error = await #expect(throws: FetchError.self) {
+                    _ = try await origin.bytes(of: "packs/missing.tar", expected: 10)
+                }
+                #expect(error?.kind == .notFound)
+            }
+            #expect(server.requests(of: "/packs/missing.tar").count == 1)
+        }
+    }
+
+    @Test func unauthorizedIsNotRetriedAndNamesTheFix() async throws {
+        try await withFaultOrigin { server in
+            server.setFile(path, file)
+            server.script(path, [.status(401), .status(403)])
+            try await withHTTPOrigin(server.baseURL) { origin in
+                let error = await #expect(throws: FetchError.self) {
+                    _ = try await origin.bytes(of: "packs/p.tar", expected: file.count)
+                }
+                #expect(error?.kind == .unauthorized)
+                #expect(error?.message.contains("--token-file") == true)
+            }
+            #expect(server.requests(of: path).count == 1)
+        }
+    }
+
+    @Test func largerThanExpectedIsCorrupt() async throws {
+        try await withFaultOrigin { server in
+            server.setFile(path, file)
+            try await withHTTPOrigin(server.baseURL) { origin in
+                let error = await #expect(throws: FetchError.self) {
+                    _ = try await origin.bytes(of: "packs/p.tar", expected: file.count - 1)
+                }
+                #expect(error?.kind == .corrupt)
+            }
+            #expect(server.requests(of: path).count == 1)
+        }
+    }
+
+    @Test func tokenIsSentOnlyWhenConfiguredAndNeverShown() async throws {
+        let token = "tok-\(UUID().uuidString)"
+        let tokenFile = try temporaryFile(" \(token) \nignored\n")
+        defer { try? FileManager.default.removeItem(atPath: tokenFile) }
+        try await withFaultOrigin { server in
+            server.setFile(path, file)
+            let log = LogCapture()
+            try await withHTTPOrigin(server.baseURL, options: OriginOptions(tokenFile: tokenFile, fetchDeadline: .seconds(20)),
+                                     log: log) { origin in
+                _ = try await origin.bytes(of: "packs/p.tar", expected: file.count)
+                server.script(path, [.status(500), .status(401)])
+                let error = await #expect(throws: FetchError.self) {
+                    _ = try await origin.bytes(of: "packs/p.tar", expected: file.count)
+                }
+                #expect(error?.kind == .unauthorized)
+                #expect(error?.message.contains(token) == false)
+                #expect(error?.message.contains("refused") == true)
+            }
+            try await withHTTPOrigin(server.baseURL) { origin in
+                _ = try await origin.bytes(of: "packs/p.tar", expected: file.count)
+            }
+            #expect(server.requests(of: path).map(\.authorization) == ["Bearer \(token)", "Bearer \(token)", "Bearer \(token)", nil])
+            #expect(!log.records.contains { $0.text.contains(token) })
+        }
+    }
+
+    @Test func tokenFollowsRedirectsOnlyWithinTheOrigin() async throws {
+        let tokenFile = try temporaryFile("redirect-token\n")
+        defer { try? FileManager.default.removeItem(atPath: tokenFile) }
+        try await withFaultOrigin { server in
+            try await withFaultOrigin { elsewhere in
+                server.setFile(path, file)
+                elsewhere.setFile("/mirror.tar", file)
+                server.script(path, [.redirect(server.baseURL + path + "?again"), .redirect(elsewhere.baseURL + "/mirror.tar")])
+                try await withHTTPOrigin(server.baseURL, options: OriginOptions(tokenFile: tokenFile)) { origin in
+                    let received = try await origin.bytes(of: "packs/p.tar", expected: file.count)
+                    #expect(received == file)
+                }
+                #expect(server.requests(of: path).map(\.authorization) == ["Bearer redirect-token", "Bearer redirect-token"])
+                #expect(elsewhere.requests(of: "/mirror.tar").map(\.authorization) == [nil])
+            }
+        }
+    }
+
+    @Test func cancellationEndsAWaitingFetchAtOnce() async throws {
+        try await withFaultOrigin { server in
+            server.setFile(path, file)
+            server.script(path, Array(repeating: .stall, count: 10))
+            try await withHTTPOrigin(server.baseURL) { origin in
+                let task = Task { () async throws -> [UInt8] in
+                    try await origin.bytes(of: "packs/p.tar", expected: file.count)
+                }
+                try await Task.sleep(for: .milliseconds(300))
+                let start = ContinuousClock.now
+                task.cancel()
+                let result = await task.result
+                #expect(ContinuousClock.now - start < .seconds(15))
+                guard case .failure(let error) = result else {
+                    Issue.record("a stalled fetch cannot succeed")
+                    return
+                }
+                #expect((error as? FetchError)?.kind == .cancelled, "\(error)")
+            }
+        }
+    }
+
+    @Test func badTokenOrCAFileFailsAtCreation() throws {
+        let empty = try temporaryFile("\n")
+        defer { try? FileManager.default.removeItem(atPath: empty) }
+        for options in [OriginOptions(tokenFile: empty), OriginOptions(tokenFile: "/nonexistent/token"),
+                        OriginOptions(caFile: empty), OriginOptions(caFile: "/nonexistent/ca.pem")] {
+            #expect(throws: FetchError.self) {
+                _ = try HTTPOrigin(url: "https://example.invalid/dist", options: options, logger: LogCapture().logger)
+            }
+        }
+    }
+}

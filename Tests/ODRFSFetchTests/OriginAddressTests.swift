@@ -1,0 +1,57 @@
+import Foundation
+import ODRFSCore
+import Testing
+import TestSupport
+@testable import ODRFSFetch
+
+@Suite struct OriginAddressTests {
+    @Test func displayNameHasNoQueryOrTrailingSlash() throws {
+        let address = try OriginAddress("https://cdn.example.com:8443/apps/game/?key=s3cret")
+        #expect(address.displayName == "https://cdn.example.com:8443/apps/game")
+        #expect(address.url(for: "packs/a b.tar") == "https://cdn.example.com:8443/apps/game/packs/a%20b.tar?key=s3cret")
+        #expect(address.displayURL(for: "packs/a.tar") == "https://cdn.example.com:8443/apps/game/packs/a.tar")
+        #expect(address.isSameOrigin("https://CDN.example.com:8443/other"))
+        #expect(!address.isSameOrigin("https://cdn.example.com/other"))
+        #expect(!address.isSameOrigin("http://cdn.example.com:8443/other"))
+        #expect(try OriginAddress("http://host").url(for: "manifest.json") == "http://host/manifest.json")
+        #expect(try OriginAddress("http://host").isSameOrigin("http://host:80/x"))
+    }
+
+    @Test func credentialsInTheURLAreRefusedWithoutEchoingThem() {
+        let error = #expect(throws: FetchError.self) { try OriginAddress("https://alice:hunter2@host/dist") }
+        #expect(error?.kind == .invalidOrigin)
+        #expect(error?.message.contains("hunter2") == false)
+        #expect(error?.message.contains("--token-file") == true)
+        #expect(throws: FetchError.self) { try OriginAddress("ftp://host/dist") }
+        #expect(throws: FetchError.self) { try OriginAddress("http:///nohost") }
+    }
+
+    @Test func locatorGivesAnHTTPOrigin() async throws {
+        let origin = try OriginLocator.origin(for: "HTTP://127.0.0.1:9/dist?x=1", options: OriginOptions(), logger: LogCapture().logger)
+        #expect(origin is HTTPOrigin)
+        #expect(origin.displayName == "http://127.0.0.1:9/dist")
+        await origin.shutdown()
+        let local = try OriginLocator.origin(for: FileManager.default.temporaryDirectory.path)
+        #expect(local is FileOrigin)
+        await local.shutdown()
+    }
+
+    @Test func contentRangeParsing() {
+        #expect(ContentRange(header: "bytes 10-99/100") == ContentRange(header: "bytes 10-99/100"))
+        #expect(ContentRange(header: "bytes 10-99/100")?.first == 10)
+        #expect(ContentRange(header: "bytes 10-99/*")?.total == nil)
+        #expect(ContentRange(header: "bytes 10-99/50") == nil)
+        #expect(ContentRange(header: "bytes */100") == nil)
+        #expect(ContentRange.unsatisfiedTotal("bytes */100") == 100)
+    }
+
+    @Test func backoffGrowsIsCappedAndJittered() {
+        var random = SystemRandomNumberGenerator()
+        let backoff = RetryBackoff(initial: .milliseconds(100), maximum: .seconds(1))
+        for failures in 1...10 {
+            let delay = backoff.delay(afterFailure: failures, using: &random)
+            let ceiling = min(Duration.milliseconds(100) * (1 << (failures - 1)), .seconds(1))
+            #expect(delay <= ceiling && delay >= ceiling / 2)
+        }
+    }
+}
