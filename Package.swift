@@ -112,6 +112,7 @@ let package = Package(
                 "ODRFSCore",
                 "ODRFSBuild",
                 "ODRFSStore",
+                "ODRFSFetch",
                 "ODRFSMount",
                 "ODRFSServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

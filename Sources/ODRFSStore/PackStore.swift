@@ -65,6 +65,12 @@ public final class PackStore: Sendable {
         }
     }
 
+    /// Whether `pack` is recorded in the index and its file is in place (a verified copy).
+    public func contains(_ pack: PackDescriptor) -> Bool {
+        guard FileIdentity.of(path: layout.path(of: pack)) != nil else { return false }
+        return ((try? index.allPacks()) ?? []).contains { $0.sha256 == pack.sha256.hex }
+    }
+
     /// Whether a verified copy of the file index is in the cache.
     public func contains(_ index: IndexReference) -> Bool {
         contains(path: layout.path(of: index), bytes: index.bytes)

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import ODRFSCore
+import ODRFSFetch
 import ODRFSMount
 import ODRFSStore
 
@@ -37,6 +38,18 @@ struct MountCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Most bytes of packs in use at once before explicit tag requests fail (default 2G, as in ODR).")
     var maxInUse: ByteCountArgument?
 
+    @Option(name: .long, help: "A file whose first line is a bearer token for the origin (never pass the token itself on the command line).")
+    var tokenFile: String?
+
+    @Option(name: .long, help: "A PEM file of CA certificates to trust for an https:// origin, besides the system store.")
+    var caFile: String?
+
+    @Option(name: .long, help: "Seconds a fetch may go without progress before the waiting open() fails with EIO.")
+    var fetchTimeout: Double = 30
+
+    @Option(name: .long, help: "Packs downloading at once.")
+    var maxDownloads: Int = 4
+
     @Flag(name: .long, help: "Stay in the foreground and log to stderr.")
     var foreground = false
 
@@ -48,10 +61,28 @@ struct MountCommand: AsyncParsableCommand {
 
     @OptionGroup var logging: LoggingOptions
 
+    func validate() throws {
+        guard fetchTimeout > 0 else { throw ValidationError("--fetch-timeout must be positive") }
+        guard maxDownloads > 0 else { throw ValidationError("--max-downloads must be at least 1") }
+        if let tokenFile, access(tokenFile, R_OK) != 0 {
+            throw ValidationError("cannot read the token file \(tokenFile): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// The daemon runs from another working directory: hand it absolute paths.
+    static func absolute(_ path: String) -> String {
+        path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+    }
+
     func run() async throws {
         var configuration = MountConfiguration(origin: origin, mountpoint: mountpoint, cacheDirectory: cache)
         configuration.fuseOptions = fuseOptions.flatMap { $0.split(separator: ",").map(String.init) }
         configuration.cacheDirectory = configuration.resolvedCacheDirectory
+        configuration.originOptions = OriginOptions(
+            tokenFile: tokenFile.map(Self.absolute), caFile: caFile.map(Self.absolute),
+            fetchDeadline: .milliseconds(Int64(fetchTimeout * 1000))
+        )
+        configuration.maximumConcurrentDownloads = maxDownloads
         configuration.limits = CacheLimits(
             budget: cacheSize?.value, minimumFree: minFree?.value,
             maximumInUse: maxInUse?.value ?? CacheLimits.defaultMaximumInUse
@@ -61,6 +92,9 @@ struct MountCommand: AsyncParsableCommand {
             if let cacheSize { passing += ["--cache-size", cacheSize.text] }
             if let minFree { passing += ["--min-free", minFree.text] }
             if let maxInUse { passing += ["--max-in-use", maxInUse.text] }
+            if let tokenFile { passing += ["--token-file", Self.absolute(tokenFile)] }
+            if let caFile { passing += ["--ca-file", Self.absolute(caFile)] }
+            passing += ["--fetch-timeout", String(fetchTimeout), "--max-downloads", String(maxDownloads)]
             try Daemonizer.startDaemon(configuration: configuration, logLevel: logging.logLevel, passing: passing)
             return
         }

@@ -1,5 +1,6 @@
 import Foundation
 import ODRFSCore
+import ODRFSFetch
 import ODRFSStore
 
 /// Everything `odrfs mount` was asked to do.
@@ -11,6 +12,10 @@ public struct MountConfiguration: Sendable {
     public var cacheDirectory: String?
     /// Extra `-o` options for the kernel mount (e.g. `allow_other`).
     public var fuseOptions: [String]
+    /// `--token-file`, `--ca-file` and `--fetch-timeout` for HTTP(S) origins.
+    public var originOptions = OriginOptions()
+    /// `--max-downloads`: packs downloading at once.
+    public var maximumConcurrentDownloads = 4
     /// `--cache-size`, `--min-free` and `--max-in-use`.
     public var limits = CacheLimits()
     /// The largest manifest accepted from an origin; guards against a hostile origin.

@@ -15,12 +15,14 @@ import ODRFSStore
 public final class MountDaemon: Sendable {
     public let mountpoint: String
     public let manager: ResourceManager
+    private let origin: any Origin
     private let session: FUSESession
     private let runtime: RuntimeDirectory
     private let logger: Logger
 
-    private init(mountpoint: String, manager: ResourceManager, session: FUSESession, logger: Logger) {
+    private init(mountpoint: String, origin: any Origin, manager: ResourceManager, session: FUSESession, logger: Logger) {
         self.mountpoint = mountpoint
+        self.origin = origin
         self.manager = manager
         self.session = session
         self.runtime = RuntimeDirectory(mountpoint: mountpoint)
@@ -37,10 +39,26 @@ public final class MountDaemon: Sendable {
         let mountpoint = try Mountpoint.validate(configuration.mountpoint)
         let origin: any Origin
         do {
-            origin = try OriginLocator.origin(for: configuration.origin)
+            origin = try OriginLocator.origin(for: configuration.origin, options: configuration.originOptions, logger: logger)
         } catch {
             throw MountError("cannot use origin: \(error)")
         }
+        do {
+            return try await assemble(configuration, mountpoint: mountpoint, origin: origin, logger: logger, progress: progress)
+        } catch {
+            // An HTTP origin owns a client that must be shut down, even on failure.
+            await origin.shutdown()
+            throw error
+        }
+    }
+
+    private static func assemble(
+        _ configuration: MountConfiguration,
+        mountpoint: String,
+        origin: any Origin,
+        logger: Logger,
+        progress: @escaping @Sendable (Int64, Int64) -> Void
+    ) async throws(MountError) -> MountDaemon {
         let cacheRoot = configuration.resolvedCacheDirectory
         let store: PackStore
         do {
@@ -58,7 +76,10 @@ public final class MountDaemon: Sendable {
         }
         let manager: ResourceManager
         do {
-            manager = try ResourceManager(manifest: manifest, store: store, downloader: downloader, limits: configuration.limits, logger: logger)
+            manager = try ResourceManager(
+                manifest: manifest, store: store, downloader: downloader, limits: configuration.limits,
+                maximumConcurrentDownloads: configuration.maximumConcurrentDownloads, logger: logger
+            )
         } catch {
             throw MountError("cannot read the cache index: \(error)")
         }
@@ -77,7 +98,7 @@ public final class MountDaemon: Sendable {
             "bundle.version": "\(manifest.bundleVersion.hex.prefix(12))", "files": "\(index.entryCount)",
             "packs": "\(manifest.packs.count)", "cache": "\(cacheRoot)",
         ])
-        return MountDaemon(mountpoint: mountpoint, manager: manager, session: session, logger: logger)
+        return MountDaemon(mountpoint: mountpoint, origin: origin, manager: manager, session: session, logger: logger)
     }
 
     /// Attaches the kernel mount. After this returns the mount is usable.
@@ -100,11 +121,6 @@ public final class MountDaemon: Sendable {
         let logger = self.logger
         let maintenance = Task.detached(priority: .utility) { [manager] in await manager.runMaintenance() }
         let prefetch = Task.detached(priority: .background) { [manager, logger] in await Self.prefetch(manager: manager, logger: logger) }
-        defer {
-            prefetch.cancel()
-            maintenance.cancel()
-            manager.shutdown()
-        }
         await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in
             let thread = Thread {
                 do {
@@ -118,7 +134,11 @@ public final class MountDaemon: Sendable {
             thread.name = "fuse-loop"
             thread.start()
         }
+        prefetch.cancel()
+        maintenance.cancel()
+        manager.shutdown()
         runtime.removePID()
+        await origin.shutdown()
         logger.info("unmounted", metadata: ["mountpoint": "\(mountpoint)"])
     }
 

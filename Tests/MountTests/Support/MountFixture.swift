@@ -46,10 +46,10 @@ final class MountFixture {
         try Command.run(Self.binary, arguments, timeout: timeout)
     }
 
-    /// Mounts `dist` (daemonized) and expects success.
-    func mount(at mountpoint: String? = nil, extra: [String] = []) throws {
+    /// Mounts `dist` (or another origin, e.g. a URL) daemonized, and expects success.
+    func mount(at mountpoint: String? = nil, origin: String? = nil, extra: [String] = []) throws {
         let target = mountpoint ?? self.mountpoint
-        let result = try odrfs(["mount", dist, target, "--cache", cache] + extra)
+        let result = try odrfs(["mount", origin ?? dist, target, "--cache", cache] + extra)
         try #require(result.status == 0, "odrfs mount failed: \(result.stderr)\n\(log)")
         mountedAt.append(target)
     }

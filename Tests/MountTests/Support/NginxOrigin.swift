@@ -12,10 +12,10 @@ final class NginxOrigin {
 
     var url: String { "http://127.0.0.1:\(port)/" }
 
-    init(serving dist: String, in directory: String) throws {
+    init(serving dist: String, in directory: String, port: Int = Int.random(in: 20_000..<60_000)) throws {
         self.directory = directory
         accessLog = directory + "/access.log"
-        port = Int.random(in: 20_000..<60_000)
+        self.port = port
         try FileManager.default.createDirectory(atPath: directory + "/tmp", withIntermediateDirectories: true)
         let config = """
             daemon off;

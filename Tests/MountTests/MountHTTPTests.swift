@@ -1,0 +1,115 @@
+import Foundation
+import ODRFSCore
+import TestSupport
+import Testing
+
+/// Mounts over HTTP: nginx (a server no one here wrote) and `odrfs serve`, with the
+/// origins' access logs as the witness of what was fetched.
+@Suite("Mount over HTTP", .serialized, .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
+struct MountHTTPTests {
+    func packFile(_ fixture: MountFixture, _ id: String) throws -> String {
+        "/" + (try #require(try fixture.manifest.packs.first { $0.id.rawValue == id })).file
+    }
+
+    @Test("nginx: ls -lR touches no pack; cat fetches exactly one pack, once")
+    func nginxFetchesOnOpenOnly() throws {
+        let fixture = try MountFixture()
+        try fixture.buildTestBundle()
+        let nginx = try NginxOrigin(serving: fixture.dist, in: fixture.root + "/nginx")
+        try fixture.mount(origin: nginx.url)
+        let initial = nginx.packRequests
+        #expect(initial.count == 2, "base and the initial-install pack: \(initial)")
+        let listing = try Command.run("/bin/ls", ["-lR", fixture.mountpoint])
+        #expect(listing.status == 0)
+        let stat = try Command.run("/usr/bin/find", [fixture.mountpoint, "-type", "f", "-size", "+0"])
+        #expect(stat.status == 0)
+        #expect(nginx.packRequests == initial, "metadata operations fetched packs")
+
+        let cat = try Command.run("/bin/cat", [fixture.mountpoint + "/levels/2/map.dat"])
+        #expect(cat.stdout == Data(TestBundle.files["levels/2/map.dat"]!))
+        let level2 = try packFile(fixture, "Level2")
+        #expect(nginx.packRequests.count == initial.count + 1)
+        #expect(nginx.packRequests.last?.contains(level2) == true)
+        _ = try Command.run("/bin/cat", [fixture.mountpoint + "/levels/2/ünïcödé name.txt"])
+        #expect(nginx.packRequests.count == initial.count + 1, "a local pack was fetched again")
+    }
+
+    @Test("nginx: 32 concurrent cold readers over several packs make one request per pack")
+    func nginxConcurrentReaders() throws {
+        let fixture = try MountFixture()
+        try fixture.buildTestBundle()
+        let nginx = try NginxOrigin(serving: fixture.dist, in: fixture.root + "/nginx")
+        try fixture.mount(origin: nginx.url)
+        let paths = ["levels/1/map.dat", "levels/1/sprites/hero.png", "levels/2/map.dat", "shared/forest/tree.png", "big.bin"]
+        let readers = try (0..<32).map { index in
+            try ChildProcess("/usr/bin/cmp", [fixture.mountpoint + "/" + paths[index % paths.count], fixture.source + "/" + paths[index % paths.count]])
+        }
+        #expect(eventually(timeout: .seconds(60)) { readers.allSatisfy { !$0.isRunning } })
+        readers.forEach { $0.stop() }
+        for reader in readers { #expect(reader.terminationStatus == 0) }
+        for pack in ["Level1", "Level2", "Level1+Level2", "Big"] {
+            let file = try packFile(fixture, pack)
+            #expect(nginx.packRequests.filter { $0.contains(file) }.count == 1, "\(pack) requested more than once")
+        }
+    }
+
+    @Test("origin down: opens fail with EIO within the fetch timeout, the mount stays healthy, and succeed once the origin is back")
+    func originDownAndBack() throws {
+        let fixture = try MountFixture()
+        try fixture.buildTestBundle()
+        var nginx: NginxOrigin? = try NginxOrigin(serving: fixture.dist, in: fixture.root + "/nginx")
+        let url = nginx!.url
+        try fixture.mount(origin: url, extra: ["--fetch-timeout", "2"])
+        nginx = nil
+        let started = ContinuousClock.now
+        let failed = try Command.run("/bin/cat", [fixture.mountpoint + "/levels/1/map.dat"], timeout: .seconds(30))
+        #expect(failed.status != 0)
+        #expect(failed.stderr.contains("Input/output error"), "\(failed.stderr)")
+        #expect(ContinuousClock.now - started < .seconds(20), "the failure was not bounded")
+        #expect(fixture.log.contains("open failed"))
+        // Healthy meanwhile: local packs and metadata still work.
+        let local = try Command.run("/bin/cat", [fixture.mountpoint + "/README.txt"])
+        #expect(local.status == 0 && local.stdout == Data(TestBundle.files["README.txt"]!))
+        #expect(try Command.run("/bin/ls", ["-l", fixture.mountpoint + "/levels/1"]).status == 0)
+
+        let port = try #require(Int(url.split(separator: ":").last!.filter(\.isNumber)))
+        let revived = try NginxOrigin(serving: fixture.dist, in: fixture.root + "/nginx2", port: port)
+        let retried = try Command.run("/bin/cat", [fixture.mountpoint + "/levels/1/map.dat"])
+        #expect(retried.status == 0, "\(retried.stderr)")
+        #expect(retried.stdout == Data(TestBundle.files["levels/1/map.dat"]!))
+        withExtendedLifetime(revived) {}
+    }
+
+    @Test("odrfs serve with a token: without it the mount fails clearly; with it everything works; the token never shows")
+    func serveWithToken() throws {
+        let fixture = try MountFixture()
+        try fixture.buildTestBundle()
+        let token = "s3cr3t-\(UUID().uuidString)"
+        let tokenFile = fixture.root + "/token"
+        try (token + "\n").write(toFile: tokenFile, atomically: true, encoding: .utf8)
+        let port = Int.random(in: 20_000..<60_000)
+        let serveLog = fixture.root + "/serve.log"
+        let server = try ChildProcess(MountFixture.binary, ["serve", fixture.dist, "--port", String(port), "--token-file", tokenFile], stdout: fixture.root + "/serve.out", stderr: serveLog)
+        defer {
+            server.signal(SIGTERM)
+            if !server.wait(timeout: .seconds(10)) { server.stop() }
+        }
+        #expect(eventually { (try? String(contentsOfFile: fixture.root + "/serve.out", encoding: .utf8))?.contains("Serving") == true })
+        let url = "http://127.0.0.1:\(port)/"
+
+        let refused = try fixture.odrfs(["mount", url, fixture.mountpoint, "--cache", fixture.cache, "--fetch-timeout", "5"])
+        #expect(refused.status == 1)
+        #expect(refused.stderr.lowercased().contains("401") || refused.stderr.lowercased().contains("unauthorized") || refused.stderr.lowercased().contains("token"), "\(refused.stderr)")
+
+        try fixture.mount(origin: url, extra: ["--token-file", tokenFile])
+        let cat = try Command.run("/bin/cat", [fixture.mountpoint + "/shared/forest/tree.png"])
+        #expect(cat.stdout == Data(TestBundle.files["shared/forest/tree.png"]!))
+        let pid = try #require(fixture.daemonPID())
+        let commandLine = (try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8)) ?? ""
+        #expect(!commandLine.contains(token), "the token is in the process listing")
+        #expect(!fixture.log.contains(token), "the token is in the mount log")
+        let serverLog = (try? String(contentsOfFile: serveLog, encoding: .utf8)) ?? ""
+        #expect(!serverLog.contains(token), "the token is in the server log")
+        #expect(serverLog.contains("401"), "the refused mount left no trace in the access log")
+    }
+}
