@@ -9,8 +9,11 @@ swift build
 odrfs=$(swift build --show-bin-path)/odrfs
 
 demo=${ODRFS_DEMO_DIR:-/tmp/odrfs-demo}
+port=${ODRFS_DEMO_PORT:-8765}
 mnt="$demo/mnt"
 if mountpoint -q "$mnt" 2>/dev/null; then "$odrfs" unmount "$mnt" || fusermount3 -uz "$mnt"; fi
+if [[ -f "$demo/serve.pid" ]]; then kill "$(cat "$demo/serve.pid")" 2>/dev/null || true; rm -f "$demo/serve.pid"; fi
+rm -rf "$demo/cache"   # start cold, so every fetch shows
 mkdir -p "$demo" "$mnt"
 
 step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
@@ -18,8 +21,13 @@ step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
 step odrfs build Examples/travel-guide -o "$demo/dist"
 "$odrfs" build Examples/travel-guide -o "$demo/dist"
 
-step odrfs mount "$demo/dist" "$mnt" --cache "$demo/cache"
-"$odrfs" mount "$demo/dist" "$mnt" --cache "$demo/cache"
+step "odrfs serve $demo/dist --port $port &      # the origin: any static HTTP server would do"
+"$odrfs" serve "$demo/dist" --port "$port" >"$demo/serve.log" 2>&1 &
+echo $! >"$demo/serve.pid"
+for _ in $(seq 50); do grep -q Serving "$demo/serve.log" 2>/dev/null && break; sleep 0.1; done
+
+step odrfs mount "http://127.0.0.1:$port/" "$mnt" --cache "$demo/cache"
+"$odrfs" mount "http://127.0.0.1:$port/" "$mnt" --cache "$demo/cache"
 
 step ls -l "$mnt" "$mnt/Italy"
 ls -l "$mnt" "$mnt/Italy"
@@ -37,4 +45,8 @@ head -c 300 "$japan_file"; echo
 step "cat $mnt/.odrfs/status"
 cat "$mnt/.odrfs/status"
 
-printf '\nThe bundle stays mounted at %s. Unmount with:\n  %s unmount %s\n' "$mnt" "$odrfs" "$mnt"
+step "grep /packs/ $demo/serve.log      # the origin saw one request per pack, none for ls or getfattr"
+grep -o 'path=[^ ]*packs/[^ ]*' "$demo/serve.log" || true
+
+printf '\nThe bundle stays mounted at %s (origin log: %s). Stop with:\n  %s unmount %s && kill $(cat %s)\n' \
+    "$mnt" "$demo/serve.log" "$odrfs" "$mnt" "$demo/serve.pid"
