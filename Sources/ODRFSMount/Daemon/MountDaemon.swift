@@ -1,6 +1,7 @@
 import Foundation
 import FUSEKit
 import Logging
+import ODRFSControl
 import ODRFSCore
 import ODRFSFetch
 import ODRFSStore

@@ -1,4 +1,5 @@
 import Foundation
+import ODRFSControl
 import ODRFSCore
 import ODRFSMount
 import Testing
