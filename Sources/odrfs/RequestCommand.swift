@@ -104,7 +104,7 @@ final class SignalWatcher: Sendable {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
-                let waiters = self?.state.withLock { state in
+                let waiters: [CheckedContinuation<Void, Never>] = self?.state.withLock { state in
                     state.received = true
                     defer { state.waiters.removeAll() }
                     return state.waiters
