@@ -8,6 +8,8 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "odrfs", targets: ["odrfs"]),
+        // The Swift client library: BundleResourceRequest for programs using a mount.
+        .library(name: "ODRFSClient", targets: ["ODRFSClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -101,6 +103,7 @@ let package = Package(
                 "ODRFSCore",
                 "ODRFSStore",
                 "ODRFSFetch",
+                "ODRFSControl",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -115,6 +118,7 @@ let package = Package(
                 "ODRFSFetch",
                 "ODRFSMount",
                 "ODRFSServer",
+                "ODRFSControl",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -140,7 +144,23 @@ let package = Package(
         ]),
         .testTarget(name: "ODRFSMountTests", dependencies: ["ODRFSMount", "ODRFSCore", "ODRFSStore", "ODRFSFetch", "ODRFSBuild", "CFuse3", "TestSupport"]),
         // Real mounts driven through the built `odrfs` binary and real tools.
-        .testTarget(name: "MountTests", dependencies: ["ODRFSCore", "ODRFSMount", "CFuse3", "TestSupport"]),
+        .testTarget(name: "MountTests", dependencies: ["ODRFSCore", "ODRFSMount", "ODRFSControl", "CFuse3", "TestSupport"]),
+        // The control plane: the socket protocol, its server (driven by a ControlService) and client.
+        .target(
+            name: "ODRFSControl",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // BundleResourceRequest: NSBundleResourceRequest for Swift programs on Linux.
+        .target(name: "ODRFSClient", dependencies: ["ODRFSControl"]),
+        // The iTravel-style example program using ODRFSClient.
+        .executableTarget(name: "odrfs-itravel", dependencies: ["ODRFSClient"], path: "Examples/itravel-client"),
+        // A fake ControlService shared by the control and client tests.
+        .target(name: "ControlTestSupport", dependencies: ["ODRFSControl", "TestSupport"], path: "Tests/ControlTestSupport"),
+        .testTarget(name: "ODRFSControlTests", dependencies: ["ODRFSControl", "ControlTestSupport", "TestSupport"]),
+        .testTarget(name: "ODRFSClientTests", dependencies: ["ODRFSClient", "ODRFSControl", "ControlTestSupport", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -10,10 +10,14 @@ struct ODRFSCommand: AsyncParsableCommand {
             Typical use:
               odrfs build MyApp.resources -o dist        # split a tagged tree into packs
               odrfs mount dist /mnt/myapp                 # mount it; files download when opened
-              cat /mnt/myapp/.odrfs/status                # see which packs are local
+              odrfs status /mnt/myapp                     # see which tags and packs are local
+              odrfs request /mnt/myapp Level1             # fetch a tag ahead of time
               odrfs unmount /mnt/myapp
             """,
         version: "0.1.0",
-        subcommands: [BuildCommand.self, MountCommand.self, UnmountCommand.self, StatusCommand.self, ServeCommand.self]
+        subcommands: [
+            BuildCommand.self, ServeCommand.self, MountCommand.self, UnmountCommand.self, StatusCommand.self,
+            RequestCommand.self, PriorityCommand.self, PurgeCommand.self,
+        ]
     )
 }

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import ODRFSMount
+import ODRFSControl
 
 /// `odrfs unmount <mountpoint>`: detaches the mount and waits for its daemon to finish.
 struct UnmountCommand: ParsableCommand {

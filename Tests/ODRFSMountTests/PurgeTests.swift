@@ -129,7 +129,7 @@ struct PurgeTests {
         let status = manager.cacheStatus()
         #expect(status.isOverBudget)
         #expect(status.inUseBytes == 2_000)
-        let text = StatusRenderer(manifest: bundle.manifest).render(manager.status(), cache: status)
+        let text = manager.snapshot().renderTable()
         #expect(text.contains("OVER BUDGET"))
     }
 
@@ -174,7 +174,7 @@ struct PurgeTests {
         let downloads = (1...3).map { n in Task { try await manager.retain(level(n)) } }
         try await waitUntil { origin.startedDownloads == 3 }
         #expect(manager.cacheStatus().reservedBytes == 3_000)
-        let text = StatusRenderer(manifest: bundle.manifest).render(manager.status(), cache: manager.cacheStatus())
+        let text = manager.snapshot().renderTable()
         #expect(text.contains("3000 reserved"))
         origin.gate.open()
         for download in downloads { try await download.value }

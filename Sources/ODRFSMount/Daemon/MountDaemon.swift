@@ -1,6 +1,7 @@
 import Foundation
 import FUSEKit
 import Logging
+import ODRFSControl
 import ODRFSCore
 import ODRFSFetch
 import ODRFSStore
@@ -18,6 +19,7 @@ public final class MountDaemon: Sendable {
     private let origin: any Origin
     private let session: FUSESession
     private let runtime: RuntimeDirectory
+    private let control: ControlServer
     private let logger: Logger
 
     private init(mountpoint: String, origin: any Origin, manager: ResourceManager, session: FUSESession, logger: Logger) {
@@ -26,6 +28,11 @@ public final class MountDaemon: Sendable {
         self.manager = manager
         self.session = session
         self.runtime = RuntimeDirectory(mountpoint: mountpoint)
+        self.control = ControlServer(
+            socketPath: runtime.controlSocket,
+            service: MountControlService(manager: manager, logger: logger),
+            logger: logger
+        )
         self.logger = logger
     }
 
@@ -110,6 +117,12 @@ public final class MountDaemon: Sendable {
             throw MountError("cannot mount at \(mountpoint): \(error)")
         }
         runtime.writePID()
+        do {
+            try control.start()
+        } catch {
+            // The mount works without its control socket; say so loudly.
+            logger.error("control socket unavailable", metadata: ["socket": "\(runtime.controlSocket)", "error": "\(error)"])
+        }
         logger.info("mounted", metadata: ["mountpoint": "\(mountpoint)"])
     }
 
@@ -134,6 +147,8 @@ public final class MountDaemon: Sendable {
             thread.name = "fuse-loop"
             thread.start()
         }
+        // Clients' held requests end with their connections.
+        await control.stop()
         prefetch.cancel()
         maintenance.cancel()
         manager.shutdown()

@@ -110,7 +110,7 @@ extension BundleFileSystem {
     }
 
     private func openStatusFile(request: consuming FUSERequest) {
-        let text = statusRenderer.render(manager.status(), cache: manager.cacheStatus())
+        let text = manager.snapshot().renderTable()
         let handle = virtualFiles.open(Array(text.utf8))
         var options = OpenReplyOptions()
         // Size is unknown until rendered and changes every time: bypass the page cache.

@@ -27,8 +27,6 @@ public final class BundleFileSystem: FUSEFileSystem {
     let inodes: InodeMap
     let attributes: AttributeFactory
     let virtualFiles = VirtualFileTable()
-    /// Renders `.odrfs/status`.
-    let statusRenderer: StatusRenderer
 
     public init(index: FileIndex, manager: ResourceManager, logger: Logger) {
         self.index = index
@@ -41,7 +39,6 @@ public final class BundleFileSystem: FUSEFileSystem {
             inodes: inodes, uid: getuid(), gid: getgid(),
             mountTime: Timespec(seconds: Int64(now.tv_sec), nanoseconds: UInt32(now.tv_nsec))
         )
-        self.statusRenderer = StatusRenderer(manifest: manager.manifest)
     }
 
     public func configure(_ connection: inout ConnectionConfiguration) {

@@ -43,7 +43,7 @@ extension ResourceManager {
     /// fetches every pack they need (once each, joining downloads in flight) and retains
     /// them all, or retains nothing and throws. Unlike a plain open(), an explicit request
     /// is refused when it would exceed `--max-in-use`. Balance with `endAccessing`.
-    public func beginAccessing(_ tags: [Tag]) async throws(ResourceRequestError) -> [PackNumber] {
+    public func beginAccessing(_ tags: [Tag], priority: DownloadPriority = .request(0.5)) async throws(ResourceRequestError) -> [PackNumber] {
         let packs = try packs(for: tags)
         let (newBytes, inUse) = state.withLock { state -> (Int64, Int64) in
             let newBytes = packs.filter { state.slots[Int($0.rawValue)].retainCount == 0 }
@@ -57,7 +57,7 @@ extension ResourceManager {
             for pack in packs {
                 group.addTask {
                     do throws(FetchError) {
-                        try await self.retain(pack)
+                        try await self.retain(pack, priority: priority)
                         return (pack, nil)
                     } catch {
                         return (pack, error)

@@ -1,4 +1,5 @@
 import Foundation
+import ODRFSControl
 import ODRFSCore
 import ODRFSMount
 import Testing
@@ -84,11 +85,17 @@ final class MountFixture {
         return (pack.file as NSString).lastPathComponent
     }
 
-    /// `.odrfs/status` parsed into rows keyed by pack id (columns split on whitespace).
+    /// The pack table of `.odrfs/status`, rows keyed by pack id (columns split on whitespace).
     func status() throws -> [String: [String]] {
         let text = try String(contentsOfFile: mountpoint + "/.odrfs/status", encoding: .utf8)
         var rows: [String: [String]] = [:]
-        for line in text.split(separator: "\n").dropFirst() where !line.hasPrefix("total:") && !line.hasPrefix("cache:") {
+        var inPackTable = false
+        for line in text.split(separator: "\n") {
+            if line.hasPrefix("PACK ") {
+                inPackTable = true
+                continue
+            }
+            guard inPackTable, !line.hasPrefix("total:"), !line.hasPrefix("cache:") else { continue }
             let columns = line.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
             if let id = columns.first { rows[id] = columns }
         }

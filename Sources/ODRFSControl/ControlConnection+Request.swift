@@ -1,0 +1,78 @@
+import Foundation
+import Synchronization
+
+extension ControlConnection {
+    /// Progress events are sent at most this often per request (plus the last one).
+    static let progressInterval = Duration.milliseconds(100)
+
+    /// Starts a `request`: a conditional one is answered at once; otherwise a task
+    /// waits for the downloads, sending progress, and keeps the retains on success.
+    func beginRequest(_ id: Int, tags: [String], loadingPriority: LoadingPriority, conditional: Bool) throws(ControlError) {
+        if conditional {
+            try state.withLock { state throws(ControlError) in try checkUnusedID(id, in: state) }
+            guard let token = try service.beginAccessingIfLocal(tags: tags) else {
+                throw ControlError(.notLocal, "not every pack of \(tags.joined(separator: ", ")) is local; a conditional request never downloads")
+            }
+            guard hold(token, as: id) else { return }
+            var reply = ControlResponse.success(id)
+            reply.packs = token.packs
+            send(reply)
+            return
+        }
+        try state.withLock { state throws(ControlError) in
+            try checkUnusedID(id, in: state)
+            guard !state.closed else { return }
+            // Created under the lock: its body cannot finish (and remove itself)
+            // before it is recorded.
+            state.inFlight[id] = Task { [self] in
+                await wait(id, tags: tags, loadingPriority: loadingPriority)
+            }
+        }
+    }
+
+    func checkUnusedID(_ id: Int, in state: State) throws(ControlError) {
+        if state.held[id] != nil || state.inFlight[id] != nil || state.watches[id] != nil {
+            throw ControlError(.badRequest, "request id \(id) is already in use on this connection; choose a new id")
+        }
+    }
+
+    /// Records `token` as held by request `id`, unless the connection is closing or the
+    /// request was cancelled: then releases it at once and returns false.
+    private func hold(_ token: RetainToken, as id: Int) -> Bool {
+        let kept = state.withLock { state -> Bool in
+            state.inFlight[id] = nil
+            guard !state.closed, !Task.isCancelled else { return false }
+            state.held[id] = token
+            return true
+        }
+        if !kept { service.endAccessing(token) }
+        return kept
+    }
+
+    private func wait(_ id: Int, tags: [String], loadingPriority: LoadingPriority) async {
+        let throttle = Mutex<ContinuousClock.Instant?>(nil)
+        do throws(ControlError) {
+            let token = try await service.beginAccessing(tags: tags, loadingPriority: loadingPriority) { [self] completed, total in
+                let now = ContinuousClock.now
+                let due = throttle.withLock { last -> Bool in
+                    guard completed >= total || last.map({ now - $0 >= Self.progressInterval }) ?? true else { return false }
+                    last = now
+                    return true
+                }
+                if due { send(.progress(id, completed: completed, total: total)) }
+            }
+            if hold(token, as: id) {
+                var reply = ControlResponse.success(id)
+                reply.packs = token.packs
+                send(reply)
+            } else {
+                send(.failure(id, ControlError(.cancelled, "request \(id) was cancelled")))
+            }
+        } catch {
+            state.withLock { _ = $0.inFlight.removeValue(forKey: id) }
+            let reported = Task.isCancelled && error.code != .cancelled
+                ? ControlError(.cancelled, "request \(id) was cancelled") : error
+            send(.failure(id, reported))
+        }
+    }
+}

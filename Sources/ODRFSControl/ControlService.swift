@@ -1,0 +1,125 @@
+import Foundation
+
+/// What the ``ControlServer`` asks of the mount daemon: the daemon-side API of tag
+/// requests, priorities, purging and status. The mount daemon implements it over its
+/// resource manager; tests implement it with a fake.
+///
+/// The server ties every ``RetainToken`` it gets from ``beginAccessing(tags:loadingPriority:progress:)``
+/// or ``beginAccessingIfLocal(tags:)`` to the connection that asked and hands it back
+/// to ``endAccessing(_:)`` exactly once: when the client ends the request, or when the
+/// connection drops.
+public protocol ControlService: Sendable {
+    /// A consistent snapshot of every pack and tag and of the cache.
+    func status() async -> StatusSnapshot
+    /// Fetches and retains every pack of `tags`; reports progress; throws on failure.
+    /// Cancellation of the calling task abandons the wait (throw `.cancelled`, retain
+    /// nothing); the download itself may go on for others.
+    func beginAccessing(
+        tags: [String], loadingPriority: LoadingPriority,
+        progress: @escaping @Sendable (_ completed: Int64, _ total: Int64) -> Void
+    ) async throws(ControlError) -> RetainToken
+    /// Retains and returns a token only if everything is already local; nil otherwise (never downloads).
+    func beginAccessingIfLocal(tags: [String]) throws(ControlError) -> RetainToken?
+    /// Drops the retains of a token returned by one of the begin methods.
+    func endAccessing(_ token: RetainToken)
+    /// The preservation priority (0…1) of each of `tags`.
+    func preservationPriorities(tags: [String]) throws(ControlError) -> [String: Double]
+    /// Sets (and persists) the preservation priority of each of `tags`.
+    func setPreservationPriority(_ value: Double, tags: [String]) throws(ControlError)
+    /// Deletes the unretained local packs of `tags` (nil: of every tag) now.
+    func purge(tags: [String]?) async throws(ControlError) -> PurgeSummary
+    /// A stream of low-disk-space events; each call gets its own stream, which ends
+    /// when the consumer stops iterating.
+    func lowDiskSpaceEvents() -> AsyncStream<LowDiskSpaceEvent>
+}
+
+/// The retains taken by one successful tag request: one per pack, by pack number.
+public struct RetainToken: Sendable, Hashable {
+    /// The retained packs (manifest pack numbers).
+    public let packs: [UInt32]
+
+    /// A token for `packs`.
+    public init(packs: [UInt32]) {
+        self.packs = packs
+    }
+}
+
+/// How urgently a request wants its packs, as in `NSBundleResourceRequest.loadingPriority`.
+///
+/// On the wire: the string `"urgent"` or a number in 0…1.
+public enum LoadingPriority: Sendable, Codable, Equatable {
+    /// Ahead of everything else (a blocked open() is urgent).
+    case urgent
+    /// 0…1; ODR's default is 0.5.
+    case value(Double)
+
+    /// ODR's default loading priority.
+    public static let `default` = LoadingPriority.value(0.5)
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let text = try? container.decode(String.self) {
+            guard text == "urgent" else {
+                throw DecodingError.dataCorruptedError(in: container, debugDescription: "loadingPriority must be \"urgent\" or a number in 0…1, not \"\(text)\"")
+            }
+            self = .urgent
+            return
+        }
+        let value = try container.decode(Double.self)
+        guard (0...1).contains(value) else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "loadingPriority must be \"urgent\" or a number in 0…1, not \(value)")
+        }
+        self = .value(value)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .urgent: try container.encode("urgent")
+        case .value(let value): try container.encode(value)
+        }
+    }
+}
+
+/// What an explicit purge did.
+public struct PurgeSummary: Codable, Sendable, Equatable {
+    /// A pack that was deleted.
+    public struct EvictedPack: Codable, Sendable, Equatable {
+        /// The pack id (e.g. `Italy+Rome`).
+        public var id: String
+        /// Its size.
+        public var bytes: Int64
+
+        /// An evicted pack.
+        public init(id: String, bytes: Int64) {
+            self.id = id
+            self.bytes = bytes
+        }
+    }
+
+    /// Packs deleted.
+    public var evicted: [EvictedPack]
+    /// Ids of local packs that matched but are retained (open files, held requests): kept.
+    public var kept: [String]
+
+    /// A summary.
+    public init(evicted: [EvictedPack] = [], kept: [String] = []) {
+        self.evicted = evicted
+        self.kept = kept
+    }
+}
+
+/// Free space on the cache's filesystem fell below what the cache needs
+/// (ODR's `NSBundleResourceRequestLowDiskSpaceNotification`).
+public struct LowDiskSpaceEvent: Codable, Sendable, Equatable {
+    /// Bytes free on the cache's filesystem.
+    public var availableBytes: Int64
+    /// The configured floor (`--min-free`), if any.
+    public var minimumFree: Int64?
+
+    /// An event.
+    public init(availableBytes: Int64, minimumFree: Int64?) {
+        self.availableBytes = availableBytes
+        self.minimumFree = minimumFree
+    }
+}

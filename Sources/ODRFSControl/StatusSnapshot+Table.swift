@@ -1,0 +1,67 @@
+import Foundation
+
+extension StatusSnapshot {
+    /// The human table of `odrfs status`, also suitable for `<mountpoint>/.odrfs/status`.
+    ///
+    /// One row per tag (state aggregated over its packs, bytes, packs, preservation
+    /// priority), a blank line, then one row per pack (id, tags, state with a percentage
+    /// while downloading, size, retain count, completed fetches, priority, last access
+    /// in UTC ISO 8601), then the totals and cache lines. Columns are separated by at
+    /// least two spaces so scripts can split on runs of whitespace; ids never contain spaces.
+    public func renderTable() -> String {
+        var text = ""
+        if !tags.isEmpty {
+            var rows = [["TAG", "STATE", "BYTES", "PRIORITY", "PACKS"]]
+            for tag in tags {
+                rows.append([
+                    tag.tag, Self.stateText(tag.state, percent: nil), String(tag.bytes),
+                    String(format: "%.2f", tag.preservationPriority), tag.packs.joined(separator: ","),
+                ])
+            }
+            text += Self.align(rows) + "\n"
+        }
+        var rows = [["PACK", "TAGS", "STATE", "BYTES", "RETAINS", "FETCHES", "PRIORITY", "LAST-ACCESS"]]
+        for pack in packs {
+            rows.append([
+                pack.id,
+                pack.tags.isEmpty ? "-" : pack.tags.joined(separator: ","),
+                Self.stateText(pack.state, percent: pack.percent),
+                String(pack.bytes),
+                String(pack.retainCount),
+                String(pack.fetchCount),
+                String(format: "%.2f", pack.preservationPriority),
+                pack.lastAccess.map { $0.formatted(.iso8601) } ?? "-",
+            ])
+        }
+        text += Self.align(rows)
+        let local = packs.filter { $0.state == .downloaded || $0.state == .inUse }
+        let localBytes = local.reduce(Int64(0)) { $0 + $1.bytes }
+        let totalBytes = packs.reduce(Int64(0)) { $0 + $1.bytes }
+        let inUseBytes = packs.filter { $0.state == .inUse }.reduce(Int64(0)) { $0 + $1.bytes }
+        text += "total: \(local.count)/\(packs.count) packs local, \(localBytes)/\(totalBytes) bytes local, \(inUseBytes) bytes in use\n"
+        var line = "cache: \(cache.cachedBytes) bytes cached, \(cache.reservedBytes) reserved"
+        if cache.orphanBytes > 0 { line += " (\(cache.orphanBytes) from older bundle versions)" }
+        line += ", budget " + (cache.budget.map(String.init) ?? "none")
+        line += ", free " + (cache.availableBytes.map(String.init) ?? "unknown")
+        if let minimumFree = cache.minimumFree { line += " (min \(minimumFree))" }
+        line += ", in use \(cache.inUseBytes)/\(cache.maximumInUse)"
+        line += ", evictions \(cache.evictionCount)"
+        if cache.isOverBudget { line += ", OVER BUDGET (retained packs cannot be purged)" }
+        return text + line + "\n"
+    }
+
+    private static func stateText(_ state: State, percent: Int?) -> String {
+        guard state == .downloading, let percent else { return state.rawValue }
+        return "downloading(\(percent)%)"
+    }
+
+    private static func align(_ rows: [[String]]) -> String {
+        guard let columns = rows.first?.count else { return "" }
+        let widths = (0..<columns).map { column in rows.map { $0[column].count }.max() ?? 0 }
+        return rows.map { row in
+            row.enumerated().map { column, cell in
+                column == columns - 1 ? cell : cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
+            }.joined(separator: "  ")
+        }.joined(separator: "\n") + "\n"
+    }
+}

@@ -1,0 +1,162 @@
+import Foundation
+import Logging
+import ODRFSControl
+import ODRFSCore
+import ODRFSFetch
+import Synchronization
+
+/// The control plane's view of a mount: `ControlService` over the resource manager.
+///
+/// Requests from `odrfs request` and `BundleResourceRequest` become `beginAccessing`
+/// calls whose retains the control server ties to the client's connection; errors map
+/// to ODR's codes here, in one place.
+public final class MountControlService: ControlService {
+    let manager: ResourceManager
+    private let logger: Logger
+    private let diskWatchers = Mutex<[UUID: AsyncStream<LowDiskSpaceEvent>.Continuation]>([:])
+
+    public init(manager: ResourceManager, logger: Logger) {
+        self.manager = manager
+        self.logger = logger
+    }
+
+    public func status() async -> StatusSnapshot {
+        manager.snapshot()
+    }
+
+    public func beginAccessing(
+        tags: [String], loadingPriority: LoadingPriority,
+        progress: @escaping @Sendable (Int64, Int64) -> Void
+    ) async throws(ControlError) -> RetainToken {
+        let tags = tags.map(Tag.init)
+        let packs: [PackNumber]
+        do {
+            packs = try manager.packs(for: tags)
+        } catch {
+            throw Self.controlError(error)
+        }
+        let priority: DownloadPriority
+        switch loadingPriority {
+        case .urgent: priority = .urgent
+        case .value(let value): priority = .request(value)
+        }
+        let reporter = Task { [manager] in
+            while !Task.isCancelled {
+                let (done, total) = manager.progress(of: packs)
+                progress(done, total)
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        defer { reporter.cancel() }
+        do {
+            let retained = try await manager.beginAccessing(tags, priority: priority)
+            let (done, total) = manager.progress(of: packs)
+            progress(done, total)
+            return RetainToken(packs: retained.map(\.rawValue))
+        } catch {
+            throw Self.controlError(error)
+        }
+    }
+
+    public func beginAccessingIfLocal(tags: [String]) throws(ControlError) -> RetainToken? {
+        do {
+            return try manager.beginAccessingIfLocal(tags.map(Tag.init)).map { RetainToken(packs: $0.map(\.rawValue)) }
+        } catch {
+            throw Self.controlError(error)
+        }
+    }
+
+    public func endAccessing(_ token: RetainToken) {
+        manager.endAccessing(token.packs.map(PackNumber.init))
+    }
+
+    public func preservationPriorities(tags: [String]) throws(ControlError) -> [String: Double] {
+        var result: [String: Double] = [:]
+        for name in tags {
+            try requireTag(name)
+            result[name] = manager.preservationPriority(of: Tag(name))
+        }
+        return result
+    }
+
+    public func setPreservationPriority(_ value: Double, tags: [String]) throws(ControlError) {
+        guard (0...1).contains(value) else {
+            throw ControlError(.badRequest, "preservation priority must be within 0…1, not \(value)")
+        }
+        for name in tags { try requireTag(name) }
+        for name in tags {
+            do {
+                try manager.setPreservationPriority(value, for: Tag(name))
+            } catch {
+                throw ControlError(.internalError, "cannot save the priority of '\(name)': \(error)")
+            }
+        }
+        logger.info("preservation priority set", metadata: ["tags": "\(tags)", "priority": "\(value)"])
+    }
+
+    public func purge(tags: [String]?) async throws(ControlError) -> PurgeSummary {
+        var selected: Set<UInt32>?
+        if let tags {
+            do {
+                selected = Set(try manager.packs(for: tags.map(Tag.init)).map(\.rawValue))
+            } catch {
+                throw Self.controlError(error)
+            }
+        }
+        let report = manager.purgeNow { pack in selected?.contains(pack.rawValue) ?? true }
+        return PurgeSummary(
+            evicted: report.evicted.map { PurgeSummary.EvictedPack(id: $0.id, bytes: $0.bytes) },
+            kept: report.kept.map(\.rawValue)
+        )
+    }
+
+    /// Events while the cache's filesystem has less than `--min-free` available (checked
+    /// every 2 s while someone listens), like UIApplication's low-disk-space notification.
+    public func lowDiskSpaceEvents() -> AsyncStream<LowDiskSpaceEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: LowDiskSpaceEvent.self, bufferingPolicy: .bufferingNewest(4))
+        let id = UUID()
+        diskWatchers.withLock { $0[id] = continuation }
+        let watcher = Task { [manager] in
+            var wasLow = false
+            while !Task.isCancelled {
+                let cache = manager.cacheStatus()
+                if let minimum = cache.limits.minimumFree, let available = cache.availableBytes {
+                    let isLow = available < minimum.value
+                    if isLow && !wasLow {
+                        continuation.yield(LowDiskSpaceEvent(availableBytes: available, minimumFree: minimum.value))
+                    }
+                    wasLow = isLow
+                }
+                try? await Task.sleep(for: .seconds(2))
+            }
+        }
+        continuation.onTermination = { [weak self] _ in
+            watcher.cancel()
+            _ = self?.diskWatchers.withLock { $0.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    private func requireTag(_ name: String) throws(ControlError) {
+        guard manager.manifest.tags.contains(where: { $0.tag.name == name }) else {
+            throw Self.controlError(.invalidTag(Tag(name)))
+        }
+    }
+
+    /// ODRFS errors → control-plane errors (and through them ODR's codes), in one place.
+    static func controlError(_ error: ResourceRequestError) -> ControlError {
+        switch error {
+        case .invalidTag:
+            return ControlError(.invalidTag, error.description)
+        case .exceedsMaximumInUse:
+            return ControlError(.exceededMaximumSize, error.description)
+        case .fetchFailed(_, let fetch):
+            switch fetch.kind {
+            case .noSpace: return ControlError(.outOfSpace, error.description)
+            case .cancelled: return ControlError(.cancelled, error.description)
+            case .unreachable, .unauthorized, .invalidOrigin, .unsupported: return ControlError(.originUnreachable, error.description)
+            case .notFound, .corrupt, .localIO: return ControlError(.resourceUnavailable, error.description)
+            }
+        }
+    }
+}

@@ -1,0 +1,47 @@
+import Foundation
+import ODRFSControl
+import ODRFSCore
+
+extension ResourceManager {
+    /// The status the control plane and `.odrfs/status` show: per pack, per tag, cache totals.
+    public func snapshot() -> StatusSnapshot {
+        let packs = status().map { pack in
+            StatusSnapshot.PackEntry(
+                id: pack.id.rawValue, tags: pack.tags.map(\.name), bytes: pack.bytes.value,
+                state: StatusSnapshot.State(rawValue: pack.state.rawValue) ?? .notDownloaded,
+                percent: pack.state == .downloading && pack.bytes.value > 0 ? Int(pack.bytesDownloaded.value * 100 / pack.bytes.value) : nil,
+                retainCount: pack.retainCount, lastAccess: pack.lastAccess,
+                preservationPriority: pack.preservationPriority, fetchCount: pack.fetchCount
+            )
+        }
+        let cache = cacheStatus()
+        return StatusSnapshot(
+            packs: packs,
+            tagPriorities: manifest.tags.map { ($0.tag.name, preservationPriority(of: $0.tag)) },
+            cache: StatusSnapshot.CacheEntry(
+                cachedBytes: cache.cachedBytes, reservedBytes: cache.reservedBytes, orphanBytes: cache.orphanBytes,
+                budget: cache.limits.budget?.value, minimumFree: cache.limits.minimumFree?.value,
+                availableBytes: cache.availableBytes, inUseBytes: cache.inUseBytes,
+                maximumInUse: cache.limits.maximumInUse.value, isOverBudget: cache.isOverBudget,
+                evictionCount: cache.evictionCount
+            )
+        )
+    }
+
+    /// Bytes local (or downloaded so far) and in total, over `packs`.
+    public func progress(of packs: [PackNumber]) -> (completed: Int64, total: Int64) {
+        let all = status()
+        var completed: Int64 = 0
+        var total: Int64 = 0
+        for pack in packs {
+            let entry = all[Int(pack.rawValue)]
+            total += entry.bytes.value
+            switch entry.state {
+            case .downloaded, .inUse: completed += entry.bytes.value
+            case .downloading: completed += entry.bytesDownloaded.value
+            case .notDownloaded: break
+            }
+        }
+        return (completed, total)
+    }
+}

@@ -1,0 +1,185 @@
+import ControlTestSupport
+import Foundation
+import ODRFSClient
+import ODRFSControl
+import Testing
+
+@Suite(.timeLimit(.minutes(1))) struct BundleResourceRequestTests {
+    @Test func beginAndEnd() async throws {
+        let fixture = try ControlFixture()
+        let request = BundleResourceRequest(tags: ["Italy"], mountpoint: fixture.mountpoint)
+        #expect(request.loadingPriority == 0.5)
+        try await request.beginAccessingResources()
+        #expect(request.progress.fractionCompleted == 1.0)
+        #expect(fixture.service.retains("Italy") == 1 && fixture.service.retains("Italy+Rome") == 1)
+        request.endAccessingResources()
+        #expect(await eventually { fixture.service.totalRetains == 0 })
+        await fixture.stop()
+    }
+
+    @Test func progressReachesOneThroughIntermediateValues() async throws {
+        let fixture = try ControlFixture()
+        let request = BundleResourceRequest(tags: ["Rome"], mountpoint: fixture.mountpoint)
+        request.loadingPriority = BundleResourceRequest.loadingPriorityUrgent
+        let seen = LockedFractions()
+        let observer = Task {
+            while !Task.isCancelled {
+                seen.add(request.progress.fractionCompleted)
+                try? await Task.sleep(for: .milliseconds(5))
+            }
+        }
+        try await request.beginAccessingResources()
+        observer.cancel()
+        #expect(request.progress.fractionCompleted == 1.0)
+        #expect(request.progress.totalUnitCount == 800)   // Rome + Italy+Rome
+        #expect(seen.values.contains { $0 > 0 && $0 < 1 })
+        request.endAccessingResources()
+        await fixture.stop()
+    }
+
+    @Test func conditionalBeginNeverDownloads() async throws {
+        let fixture = try ControlFixture()
+        let remote = BundleResourceRequest(tags: ["Rome"], mountpoint: fixture.mountpoint)
+        #expect(await remote.conditionallyBeginAccessingResources() == false)
+        #expect(!fixture.service.isLocal("Rome"))
+        let local = BundleResourceRequest(tags: ["Iceland"], mountpoint: fixture.mountpoint)
+        #expect(await local.conditionallyBeginAccessingResources())
+        #expect(fixture.service.retains("Iceland") == 1)
+        local.endAccessingResources()
+        #expect(await eventually { fixture.service.totalRetains == 0 })
+        await fixture.stop()
+    }
+
+    @Test func cancelStopsASlowRequest() async throws {
+        let fixture = try ControlFixture(service: FakeControlService(stepDelay: .milliseconds(300)))
+        let request = BundleResourceRequest(tags: ["Italy"], mountpoint: fixture.mountpoint)
+        let begin = Task { () -> BundleResourceRequestError? in
+            do throws(BundleResourceRequestError) {
+                try await request.beginAccessingResources()
+                return nil
+            } catch {
+                return error
+            }
+        }
+        #expect(await eventually { request.progress.totalUnitCount > 0 })
+        let started = ContinuousClock.now
+        request.progress.cancel()
+        let outcome = await begin.value
+        #expect(outcome == BundleResourceRequestError.cancelled)
+        #expect(ContinuousClock.now - started < .seconds(2))
+        #expect(await eventually { fixture.service.cancelledWaits == 1 })
+        #expect(fixture.service.totalRetains == 0)
+        await fixture.stop()
+    }
+
+    @Test func pauseStopsWaitingAndResumeFinishes() async throws {
+        let fixture = try ControlFixture(service: FakeControlService(stepDelay: .milliseconds(50)))
+        let request = BundleResourceRequest(tags: ["Rome"], mountpoint: fixture.mountpoint)
+        let begin = Task { try await request.beginAccessingResources() }
+        #expect(await eventually { request.progress.totalUnitCount > 0 })
+        request.progress.pause()
+        #expect(await eventually { fixture.service.cancelledWaits == 1 })
+        request.progress.resume()
+        try await begin.value
+        #expect(request.progress.fractionCompleted == 1.0)
+        #expect(fixture.service.retains("Rome") == 1)
+        request.endAccessingResources()
+        await fixture.stop()
+    }
+
+    @Test func errorsMapToODRCodes() async throws {
+        let fixture = try ControlFixture(service: FakeControlService(maximumInUse: 10_000))
+        do {
+            try await BundleResourceRequest(tags: ["Nowhere"], mountpoint: fixture.mountpoint).beginAccessingResources()
+            Issue.record("unknown tag accepted")
+        } catch {
+            guard case .invalidTag(let message) = error else { Issue.record("\(error)"); return }
+            #expect(message.contains("Nowhere"))
+            #expect(error.odrCode == 4994)
+        }
+        await #expect(throws: BundleResourceRequestError.self) {
+            try await BundleResourceRequest(tags: ["Huge"], mountpoint: fixture.mountpoint).beginAccessingResources()
+        }
+        do {
+            try await BundleResourceRequest(tags: ["Huge"], mountpoint: fixture.mountpoint).beginAccessingResources()
+        } catch {
+            #expect(error.odrCode == 4993)
+        }
+        fixture.service.failure.withLock { $0 = ControlError(.originUnreachable, "origin down") }
+        do {
+            try await BundleResourceRequest(tags: ["Rome"], mountpoint: fixture.mountpoint).beginAccessingResources()
+        } catch {
+            #expect(error == .originUnreachable("origin down"))
+        }
+        #expect(fixture.service.totalRetains == 0)
+        await fixture.stop()
+    }
+
+    @Test func secondBeginIsRefused() async throws {
+        let fixture = try ControlFixture()
+        let request = BundleResourceRequest(tags: ["Iceland"], mountpoint: fixture.mountpoint)
+        try await request.beginAccessingResources()
+        await #expect(throws: BundleResourceRequestError.alreadyBegun) { try await request.beginAccessingResources() }
+        #expect(await request.conditionallyBeginAccessingResources() == false)
+        #expect(fixture.service.retains("Iceland") == 1)
+        request.endAccessingResources()
+        await fixture.stop()
+    }
+
+    @Test func deinitReleases() async throws {
+        let fixture = try ControlFixture()
+        var request: BundleResourceRequest? = BundleResourceRequest(tags: ["Iceland"], mountpoint: fixture.mountpoint)
+        try await request?.beginAccessingResources()
+        #expect(fixture.service.retains("Iceland") == 1)
+        request = nil
+        #expect(await eventually { fixture.service.totalRetains == 0 })
+        await fixture.stop()
+    }
+
+    @Test func completionHandlerForm() async throws {
+        let fixture = try ControlFixture()
+        let request = BundleResourceRequest(tags: ["Iceland"], mountpoint: fixture.mountpoint)
+        let error: (any Error)? = await withCheckedContinuation { continuation in
+            request.beginAccessingResources { continuation.resume(returning: $0) }
+        }
+        #expect(error == nil)
+        request.endAccessingResources()
+        await fixture.stop()
+    }
+
+    @Test func preservationPrioritiesAndDiskEvents() async throws {
+        let fixture = try ControlFixture()
+        #expect(try await BundleResourceRequest.preservationPriority(forTag: "Italy", mountpoint: fixture.mountpoint) == 0)
+        try await BundleResourceRequest.setPreservationPriority(0.8, forTags: ["Italy"], mountpoint: fixture.mountpoint)
+        #expect(try await BundleResourceRequest.preservationPriority(forTag: "Italy", mountpoint: fixture.mountpoint) == 0.8)
+        let events = BundleResourceRequest.lowDiskSpaceEvents(mountpoint: fixture.mountpoint)
+        let first = Task { try await events.first { _ in true } }
+        #expect(await eventually { fixture.service.watcherCount == 1 })
+        fixture.service.emitLowDiskSpace(LowDiskSpaceEvent(availableBytes: 7, minimumFree: 10))
+        #expect(try await first.value?.availableBytes == 7)
+        await fixture.stop()
+    }
+
+    @Test func noDaemonIsAClearError() async throws {
+        let request = BundleResourceRequest(tags: ["Italy"], mountpoint: "/nonexistent/mount")
+        do {
+            try await request.beginAccessingResources()
+        } catch {
+            guard case .daemonUnavailable(let message) = error else { Issue.record("\(error)"); return }
+            #expect(message.contains("not an ODRFS mount"))
+        }
+    }
+}
+
+final class LockedFractions: Sendable {
+    private let storage = LockedValueBox()
+    func add(_ value: Double) { storage.append(value) }
+    var values: [Double] { storage.all }
+}
+
+private final class LockedValueBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [Double] = []
+    func append(_ value: Double) { lock.withLock { items.append(value) } }
+    var all: [Double] { lock.withLock { items } }
+}

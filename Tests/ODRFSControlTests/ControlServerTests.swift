@@ -1,0 +1,224 @@
+import ControlTestSupport
+import Foundation
+import ODRFSControl
+import Testing
+import TestSupport
+
+@Suite(.timeLimit(.minutes(1))) struct ControlServerTests {
+    @Test func statusOverTheSocket() async throws {
+        let fixture = try ControlFixture()
+        let client = try ControlClient.connect(mountpoint: fixture.mountpoint)
+        let reply = try await client.call(.status)
+        #expect(reply.status?.packs.map(\.id) == ["base", "Iceland", "Italy", "Italy+Rome", "Rome", "Huge"])
+        #expect(reply.status?.tags.first { $0.tag == "Italy" }?.packs == ["Italy", "Italy+Rome"])
+        client.close()
+        await fixture.stop()
+    }
+
+    @Test func requestSendsProgressAndHoldsUntilEnd() async throws {
+        let fixture = try ControlFixture()
+        let raw = try fixture.raw()
+        raw.send(#"{"v":1,"id":1,"op":"request","tags":["Italy"],"loadingPriority":0.5}"# + "\n")
+        let (reply, events) = raw.readReply(to: 1)
+        #expect(reply?.ok == true)
+        #expect(reply?.packs == [2, 3])
+        #expect(!events.isEmpty && events.allSatisfy { $0.event == .progress && $0.id == 1 })
+        #expect(events.last?.completed == 2_500 && events.last?.total == 2_500)
+        #expect(fixture.service.retains("Italy") == 1 && fixture.service.retains("Italy+Rome") == 1)
+        raw.send(#"{"v":1,"id":2,"op":"end","request":1}"# + "\n")
+        #expect(raw.readReply(to: 2).reply?.ok == true)
+        #expect(fixture.service.totalRetains == 0)
+        raw.send(#"{"v":1,"id":3,"op":"end","request":1}"# + "\n")
+        #expect(raw.readReply(to: 3).reply?.error?.code == .badRequest)
+        await fixture.stop()
+    }
+
+    @Test func conditionalRequestNeverDownloads() async throws {
+        let fixture = try ControlFixture()
+        let client = try ControlClient.connect(mountpoint: fixture.mountpoint)
+        await #expect(throws: ControlError.self) {
+            try await client.call(.request(tags: ["Rome"], loadingPriority: .default, conditional: true))
+        }
+        do {
+            try await client.call(.request(tags: ["Rome"], loadingPriority: .default, conditional: true))
+        } catch {
+            #expect(error.code == .notLocal)
+        }
+        #expect(!fixture.service.isLocal("Rome"))
+        let reply = try await client.call(.request(tags: ["Iceland"], loadingPriority: .default, conditional: true))
+        #expect(reply.packs == [1])
+        #expect(fixture.service.retains("Iceland") == 1)
+        client.close()
+        #expect(await eventually { fixture.service.totalRetains == 0 })
+        await fixture.stop()
+    }
+
+    @Test func errorsComeBackTyped() async throws {
+        let fixture = try ControlFixture(service: FakeControlService(maximumInUse: 10_000))
+        let client = try ControlClient.connect(mountpoint: fixture.mountpoint)
+        for (tags, code) in [(["Nowhere"], ControlError.Code.invalidTag), (["Huge"], .exceededMaximumSize)] {
+            do {
+                try await client.call(.request(tags: tags, loadingPriority: .urgent, conditional: false))
+                Issue.record("\(tags) succeeded")
+            } catch {
+                #expect(error.code == code)
+                #expect(error.odrCode == code.odrCode)
+            }
+        }
+        #expect(fixture.service.totalRetains == 0)
+        client.close()
+        await fixture.stop()
+    }
+
+    @Test func prioritiesAndPurge() async throws {
+        let fixture = try ControlFixture()
+        let client = try ControlClient.connect(mountpoint: fixture.mountpoint)
+        try await client.call(.prioritySet(tags: ["Italy", "Rome"], value: 0.75))
+        #expect(try await client.call(.priorityGet(tags: ["Italy", "Iceland"])).priorities == ["Italy": 0.75, "Iceland": 0])
+        let rome = try await client.call(.request(tags: ["Rome"], loadingPriority: .default, conditional: false))
+        try await client.call(.request(tags: ["Italy"], loadingPriority: .default, conditional: false))
+        let held = try await client.call(.request(tags: ["Iceland"], loadingPriority: .default, conditional: true))
+        try await client.call(.end(request: try #require(rome.id)))
+        let summary = try #require(try await client.call(.purge(tags: nil)).purge)
+        #expect(Set(summary.evicted.map(\.id)) == ["Rome"])
+        #expect(Set(summary.kept) == ["Iceland", "Italy", "Italy+Rome"])
+        #expect(held.ok == true)
+        client.close()
+        #expect(await eventually { fixture.service.totalRetains == 0 })
+        await fixture.stop()
+    }
+
+    @Test func clientVanishingMidRequestLeavesNoRetain() async throws {
+        let service = FakeControlService(stepDelay: .milliseconds(200))
+        let fixture = try ControlFixture(service: service)
+        do {
+            let raw = try fixture.raw()
+            raw.send(#"{"v":1,"id":1,"op":"request","tags":["Iceland"]}"# + "\n")
+            #expect(raw.readReply(to: 1).reply?.ok == true)
+            raw.send(#"{"v":1,"id":2,"op":"request","tags":["Rome"]}"# + "\n")
+            #expect(raw.readResponse()?.event == .progress)
+        }   // the connection closes here, mid-download
+        #expect(await eventually { service.cancelledWaits == 1 && fixture.server.connectionCount == 0 })
+        #expect(service.totalRetains == 0)
+        #expect(service.beginCount == service.endCount)
+        await fixture.stop()
+    }
+
+    @Test func cancelStopsARequestInFlight() async throws {
+        let fixture = try ControlFixture(service: FakeControlService(stepDelay: .milliseconds(200)))
+        let raw = try fixture.raw()
+        raw.send(#"{"v":1,"id":1,"op":"request","tags":["Rome"]}"# + "\n")
+        #expect(raw.readResponse()?.event == .progress)
+        raw.send(#"{"v":1,"id":2,"op":"cancel","request":1}"# + "\n")
+        var replies: [Int: ControlResponse] = [:]
+        while replies.count < 2, let response = raw.readResponse() {
+            if response.isReply { replies[response.id ?? -1] = response }
+        }
+        #expect(replies[2]?.ok == true)
+        #expect(replies[1]?.error?.code == .cancelled)
+        #expect(fixture.service.totalRetains == 0)
+        await fixture.stop()
+    }
+
+    @Test func badMessagesGetErrorsAndTheServerKeepsServing() async throws {
+        let fixture = try ControlFixture()
+        let raw = try fixture.raw()
+        raw.send("this is not json\n")
+        #expect(raw.readResponse()?.error?.code == .badRequest)
+        raw.send(#"{"v":1,"id":5,"op":"explode"}"# + "\n")
+        let unknown = raw.readResponse()
+        #expect(unknown?.error?.code == .badRequest && unknown?.id == 5)
+        raw.send(#"{"v":9,"id":6,"op":"status"}"# + "\n")
+        #expect(raw.readResponse()?.error?.code == .unsupportedVersion)
+        raw.send("\n")
+        raw.send(#"{"v":1,"id":7,"op":"status"}"# + "\n")
+        #expect(raw.readResponse()?.status != nil)
+        // A truncated message followed by a hang-up is dropped without harm.
+        let truncated = try fixture.raw()
+        truncated.send(#"{"v":1,"id":1,"op":"request","tags":["It"#)
+        _ = truncated
+        await fixture.stop()
+    }
+
+    @Test func oversizedMessageIsRefusedThenClosed() async throws {
+        let fixture = try ControlFixture()
+        let raw = try fixture.raw()
+        raw.send(Data(repeating: UInt8(ascii: "a"), count: ControlProtocol.maximumRequestLength + 10))
+        let reply = raw.readResponse()
+        #expect(reply?.error?.code == .badRequest)
+        #expect(reply?.id == nil)
+        #expect(raw.isClosedByPeer())
+        let other = try fixture.raw()
+        other.send(#"{"v":1,"id":1,"op":"status"}"# + "\n")
+        #expect(other.readResponse()?.ok == true)
+        await fixture.stop()
+    }
+
+    @Test func watchDiskStreamsEvents() async throws {
+        let fixture = try ControlFixture()
+        let raw = try fixture.raw()
+        raw.send(#"{"v":1,"id":1,"op":"watch-disk"}"# + "\n")
+        #expect(raw.readResponse()?.ok == true)
+        fixture.service.emitLowDiskSpace(LowDiskSpaceEvent(availableBytes: 42, minimumFree: 100))
+        let event = raw.readResponse()
+        #expect(event?.event == .lowDiskSpace && event?.availableBytes == 42 && event?.minimumFree == 100)
+        raw.send(#"{"v":1,"id":2,"op":"end","request":1}"# + "\n")
+        #expect(raw.readReply(to: 2).reply?.ok == true)
+        #expect(await eventually { fixture.service.watcherCount == 0 })
+        await fixture.stop()
+    }
+
+    @Test func socketIsPrivateAndStaleSocketsAreReplaced() async throws {
+        let fixture = try ControlFixture()
+        var info = stat()
+        #expect(stat(fixture.socketPath, &info) == 0)
+        #expect(info.st_mode & 0o777 == 0o600)
+        #expect((info.st_mode & S_IFMT) == S_IFSOCK)
+        #expect(stat((fixture.socketPath as NSString).deletingLastPathComponent, &info) == 0)
+        #expect(info.st_mode & 0o777 == 0o700)
+        // A second server on a live socket refuses to start.
+        let second = ControlServer(socketPath: fixture.socketPath, service: fixture.service, logger: .init(label: "test"))
+        #expect(throws: ControlError.self) { try second.start() }
+        await fixture.server.stop()
+        #expect(access(fixture.socketPath, F_OK) != 0)
+        // A stale socket file (nobody listening) is replaced.
+        let stale = try UnixSocketFile(path: fixture.socketPath)
+        try second.start()
+        let client = try ControlClient.connect(socketPath: fixture.socketPath)
+        #expect(try await client.call(.status).ok == true)
+        client.close()
+        _ = stale
+        await second.stop()
+        await fixture.stop()
+    }
+
+    @Test func missingDaemonIsExplained() async throws {
+        let directory = try TemporaryDirectory()
+        do {
+            _ = try ControlClient.connect(mountpoint: directory.path)
+            Issue.record("connected")
+        } catch {
+            #expect(error.code == .notRunning)
+            #expect(error.message.contains("is not an ODRFS mount or its daemon is not running (no control socket at"))
+        }
+    }
+}
+
+/// A socket file nobody listens on (as a crashed daemon leaves).
+struct UnixSocketFile {
+    init(path: String) throws {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            let bytes = Array(path.utf8)
+            buffer.copyBytes(from: bytes)
+            buffer[bytes.count] = 0
+        }
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard result == 0 else { throw POSIXError(.EADDRINUSE) }
+    }
+}
