@@ -43,7 +43,7 @@ public final class ControlClient: Sendable {
     /// Connects to the daemon serving `mountpoint` (found through its ``RuntimeDirectory``).
     public static func connect(mountpoint: String) throws(ControlError) -> ControlClient {
         let resolved = RuntimeDirectory.resolve(mountpoint: mountpoint)
-        return try connect(socketPath: RuntimeDirectory(mountpoint: resolved).controlSocket, describing: resolved)
+        return try connect(socketPath: RuntimeDirectory(clientOfMountpoint: resolved).controlSocket, describing: resolved)
     }
 
     /// Connects to the control socket at `socketPath`; `describing` names the mount in errors.

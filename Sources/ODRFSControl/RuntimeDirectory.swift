@@ -16,18 +16,51 @@ public struct RuntimeDirectory: Sendable {
     /// The directory's absolute path.
     public let path: String
 
-    /// The runtime directory of the mount at `absolutePath` (already resolved).
+    /// The runtime directory of the mount at `absolutePath` (already resolved), for a
+    /// daemon run by this process's user.
     public init(mountpoint absolutePath: String) {
+        self.init(mountpoint: absolutePath, owner: geteuid())
+    }
+
+    /// The runtime directory of the mount at `absolutePath` whose daemon runs as `owner`:
+    /// `/run/odrfs` for root; for others `$XDG_RUNTIME_DIR/odrfs` (the caller's own, or
+    /// `/run/user/<uid>` for another user's mount), else `/tmp/odrfs-<uid>`.
+    public init(mountpoint absolutePath: String, owner: uid_t) {
         let digest = SHA256.hash(data: Array(absolutePath.utf8)).prefix(8).map { String(format: "%02x", $0) }.joined()
         let base: String
-        if geteuid() == 0 {
+        if owner == 0 {
             base = "/run/odrfs"
-        } else if let xdg = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"], xdg.hasPrefix("/") {
+        } else if owner == geteuid(), let xdg = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"], xdg.hasPrefix("/") {
             base = xdg + "/odrfs"
+        } else if owner != geteuid(), access("/run/user/\(owner)", F_OK) == 0 || errno == EACCES {
+            base = "/run/user/\(owner)/odrfs"
         } else {
-            base = "/tmp/odrfs-\(geteuid())"
+            base = "/tmp/odrfs-\(owner)"
         }
         path = base + "/" + digest
+    }
+
+    /// The runtime directory a client should use for the mount at `path`. The kernel
+    /// records which user mounted a FUSE filesystem (`user_id=` in /proc/self/mountinfo),
+    /// so the socket is found from the mountpoint alone, whoever asks — and a user who is
+    /// not allowed is then refused by the socket rather than told there is no daemon.
+    public init(clientOfMountpoint path: String) {
+        let resolved = Self.resolve(mountpoint: path)
+        self.init(mountpoint: resolved, owner: Self.mountOwner(resolved) ?? geteuid())
+    }
+
+    /// The `user_id` of the FUSE mount at `absolutePath`, from /proc/self/mountinfo.
+    static func mountOwner(_ absolutePath: String) -> uid_t? {
+        guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return nil }
+        for line in table.split(separator: "\n") {
+            let fields = line.split(separator: " ")
+            guard fields.count > 4, fields[4] == absolutePath[...],
+                  let separator = fields.firstIndex(of: "-"), separator + 3 < fields.count else { continue }
+            for option in fields[separator + 3].split(separator: ",") where option.hasPrefix("user_id=") {
+                return uid_t(option.dropFirst("user_id=".count))
+            }
+        }
+        return nil
     }
 
     /// The runtime directory of the mount at `path`, which may be relative or go

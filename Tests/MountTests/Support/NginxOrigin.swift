@@ -65,7 +65,8 @@ final class NginxOrigin {
     var packRequests: [String] { requests.filter { $0.contains("/packs/") } }
 
     deinit {
-        process.signal(SIGQUIT)
+        // SIGTERM is nginx's fast shutdown: open keep-alive connections close too.
+        process.signal(SIGTERM)
         if !process.wait(timeout: .seconds(5)) { process.stop() }
     }
 
