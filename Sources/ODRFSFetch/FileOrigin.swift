@@ -47,6 +47,12 @@ public struct FileOrigin: Origin {
         defer { buffer.deallocate() }
         var total: Int64 = 0
         while true {
+            // Regular files are always readable; a pipe or a stalled network filesystem
+            // may not be, and a cancelled download must not stay blocked in read(2).
+            var pollfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            while poll(&pollfd, 1, 200) == 0 {
+                if Task.isCancelled { throw FetchError(.cancelled, "download of \(fullPath) cancelled") }
+            }
             let count = read(fd, buffer.baseAddress, buffer.count)
             if count < 0 {
                 if errno == EINTR { continue }

@@ -132,4 +132,33 @@ struct MountControlTests {
             #expect(error.odrCode == 4993)
         }
     }
+
+    @Test("cancelling a BundleResourceRequest's progress stops a slow download")
+    func cancelStopsSlowDownload() async throws {
+        let fixture = try MountFixture()
+        try MountCacheTests.writeLevels(to: fixture.source)
+        #expect(try fixture.odrfs(["build", fixture.source, "-o", fixture.dist]).status == 0)
+        try fixture.mount()
+        // A slow origin: the pack is a FIFO that delivers part of its bytes, then stalls.
+        let packPath = fixture.dist + "/packs/" + (try fixture.cacheFileName(of: "Level2"))
+        let saved = fixture.root + "/Level2.tar"
+        try #require(rename(packPath, saved) == 0)
+        try #require(mkfifo(packPath, 0o644) == 0)
+        let writer = try ChildProcess("/bin/sh", ["-c", "{ head -c 40000 \"$0\"; sleep 120; } > \"$1\"", saved, packPath])
+        defer { writer.stop() }
+
+        let request = BundleResourceRequest(tags: ["Level2"], mountpoint: fixture.mountpoint)
+        let begin = Task { try await request.beginAccessingResources() }
+        #expect(eventually { (try? fixture.state(of: "Level2"))?.hasPrefix("downloading") == true })
+        #expect(eventually { request.progress.fractionCompleted > 0 }, "no progress reported while downloading")
+        request.progress.cancel()
+        let outcome = await begin.result
+        guard case .failure = outcome else {
+            Issue.record("a cancelled request succeeded")
+            return
+        }
+        #expect(eventually { (try? fixture.state(of: "Level2")) == "not-downloaded" }, "the download went on after cancel")
+        #expect(eventually { ((try? FileManager.default.contentsOfDirectory(atPath: fixture.cache + "/tmp")) ?? ["x"]).isEmpty }, "partial download left behind")
+        #expect(try fixture.retains(of: "Level2") == 0)
+    }
 }
