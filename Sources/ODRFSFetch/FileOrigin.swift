@@ -22,14 +22,6 @@ public struct FileOrigin: Origin {
 
     public var displayName: String { root }
 
-    public func data(at path: String, limit: ByteCount) async throws(FetchError) -> Data {
-        var result = Data()
-        try await download(path, expectedBytes: limit) { (bytes: UnsafeRawBufferPointer) throws(FetchError) in
-            result.append(contentsOf: bytes)
-        }
-        return result
-    }
-
     public func download(
         _ path: String,
         expectedBytes: ByteCount,

@@ -80,14 +80,6 @@ public final class HTTPOrigin: Origin {
         try? await client.shutdown()
     }
 
-    public func data(at path: String, limit: ByteCount) async throws(FetchError) -> Data {
-        var result = Data()
-        try await download(path, expectedBytes: limit) { (bytes: UnsafeRawBufferPointer) throws(FetchError) in
-            result.append(contentsOf: bytes)
-        }
-        return result
-    }
-
     public func download(
         _ path: String,
         expectedBytes: ByteCount,

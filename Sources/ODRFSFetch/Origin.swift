@@ -31,6 +31,17 @@ extension Origin {
     public func shutdown() async {}
 }
 
+extension Origin {
+    /// Reads a small file whole through `download`, which already enforces the limit.
+    public func data(at path: String, limit: ByteCount) async throws(FetchError) -> Data {
+        var result = Data()
+        try await download(path, expectedBytes: limit) { (bytes: UnsafeRawBufferPointer) throws(FetchError) in
+            result.append(contentsOf: bytes)
+        }
+        return result
+    }
+}
+
 /// Turns the user's `<origin>` argument into an `Origin`.
 public enum OriginLocator {
     /// Accepts a dist dir path, a `file://` URL, or an `http://`/`https://` URL of a dist dir.

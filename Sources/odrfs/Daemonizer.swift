@@ -53,7 +53,7 @@ enum Daemonizer {
     /// Reads the daemon's lines until "ready" or "error: …" (or EOF), drawing
     /// "progress DONE TOTAL" lines as a progress bar when stderr is a terminal.
     private static func readReply(_ descriptor: Int32) -> String {
-        let bar = ProgressBar(label: "installing", enabled: isatty(2) == 1)
+        let bar = ProgressDisplay(output: .standardError, linesWhenNotTerminal: false)
         var pending: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
@@ -66,7 +66,7 @@ enum Daemonizer {
                 pending.removeSubrange(...newline)
                 let fields = line.split(separator: " ")
                 if fields.first == "progress", fields.count == 3, let done = Int64(fields[1]), let total = Int64(fields[2]) {
-                    bar.update(done: done, total: total)
+                    bar.update(completed: done, total: total)
                     continue
                 }
                 bar.finish()

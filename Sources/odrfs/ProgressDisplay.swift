@@ -3,13 +3,24 @@ import Foundation
 /// Shows a request's progress: a redrawn bar with bytes, rate and ETA on a terminal,
 /// a plain line per 10 % otherwise (logs, pipes, CI).
 final class ProgressDisplay: @unchecked Sendable {
-    private let isTerminal = isatty(1) == 1
+    private let output: FileHandle
+    private let isTerminal: Bool
+    private let linesWhenNotTerminal: Bool
     private let started = Date()
     private let lock = NSLock()
     // GUARDED_BY(lock)
     private var lastDecile = -1
     private var lastDraw = Date.distantPast
     private var drewBar = false
+
+    /// - Parameters:
+    ///   - output: stdout for `odrfs request`, stderr where stdout carries results.
+    ///   - linesWhenNotTerminal: print a line per 10 % when not on a terminal (else stay quiet).
+    init(output: FileHandle = .standardOutput, linesWhenNotTerminal: Bool = true) {
+        self.output = output
+        self.isTerminal = isatty(output.fileDescriptor) == 1
+        self.linesWhenNotTerminal = linesWhenNotTerminal
+    }
 
     func update(completed: Int64, total: Int64) {
         lock.withLock {
@@ -26,8 +37,8 @@ final class ProgressDisplay: @unchecked Sendable {
                 let filled = Int(fraction * Double(width))
                 let bar = String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled)
                 let line = "\r[\(bar)] \(String(format: "%3d", Int(fraction * 100)))%  \(Self.bytes(completed))/\(Self.bytes(total))  \(Self.bytes(Int64(rate)))/s  ETA \(Self.duration(eta))\u{1B}[K"
-                FileHandle.standardOutput.write(Data(line.utf8))
-            } else {
+                output.write(Data(line.utf8))
+            } else if linesWhenNotTerminal {
                 let decile = Int(fraction * 10)
                 guard decile > lastDecile else { return }
                 lastDecile = decile
@@ -39,7 +50,7 @@ final class ProgressDisplay: @unchecked Sendable {
     /// Ends the bar's line, if one was drawn.
     func finish() {
         lock.withLock {
-            if drewBar { FileHandle.standardOutput.write(Data("\n".utf8)) }
+            if drewBar { output.write(Data("\n".utf8)) }
             drewBar = false
         }
     }
