@@ -11,11 +11,11 @@ struct MountHTTPTests {
         "/" + (try #require(try fixture.manifest.packs.first { $0.id.rawValue == id })).file
     }
 
-    @Test("nginx: ls -lR touches no pack; cat fetches exactly one pack, once")
-    func nginxFetchesOnOpenOnly() throws {
+    @Test("ls -lR touches no pack; cat fetches exactly one pack, once", arguments: OriginKind.allCases)
+    func fetchesOnOpenOnly(origin kind: OriginKind) throws {
         let fixture = try MountFixture()
         try fixture.buildTestBundle()
-        let nginx = try NginxOrigin(serving: fixture.dist, in: fixture.root + "/nginx")
+        let nginx = try kind.start(serving: fixture.dist, in: fixture.root + "/origin")
         try fixture.mount(origin: nginx.url)
         let initial = nginx.packRequests
         #expect(initial.count == 2, "base and the initial-install pack: \(initial)")
@@ -34,11 +34,11 @@ struct MountHTTPTests {
         #expect(nginx.packRequests.count == initial.count + 1, "a local pack was fetched again")
     }
 
-    @Test("nginx: 32 concurrent cold readers over several packs make one request per pack")
-    func nginxConcurrentReaders() throws {
+    @Test("32 concurrent cold readers over several packs make one request per pack", arguments: OriginKind.allCases)
+    func concurrentReaders(origin kind: OriginKind) throws {
         let fixture = try MountFixture()
         try fixture.buildTestBundle()
-        let nginx = try NginxOrigin(serving: fixture.dist, in: fixture.root + "/nginx")
+        let nginx = try kind.start(serving: fixture.dist, in: fixture.root + "/origin")
         try fixture.mount(origin: nginx.url)
         let paths = ["levels/1/map.dat", "levels/1/sprites/hero.png", "levels/2/map.dat", "shared/forest/tree.png", "big.bin"]
         let readers = try (0..<32).map { index in
@@ -111,5 +111,43 @@ struct MountHTTPTests {
         let serverLog = (try? String(contentsOfFile: serveLog, encoding: .utf8)) ?? ""
         #expect(!serverLog.contains(token), "the token is in the server log")
         #expect(serverLog.contains("401"), "the refused mount left no trace in the access log")
+    }
+
+    @Test("prefetch tags arrive over HTTP without any open, in order", arguments: OriginKind.allCases)
+    func prefetchOverHTTP(origin kind: OriginKind) throws {
+        let fixture = try MountFixture()
+        try MountCacheTests.writeLevels(to: fixture.source)
+        var spec = try String(contentsOfFile: fixture.source + "/odr.yaml", encoding: .utf8)
+        spec += "prefetch: [Level4, Level2]\n"
+        try spec.write(toFile: fixture.source + "/odr.yaml", atomically: true, encoding: .utf8)
+        #expect(try fixture.odrfs(["build", fixture.source, "-o", fixture.dist]).status == 0)
+        let origin = try kind.start(serving: fixture.dist, in: fixture.root + "/origin")
+        try fixture.mount(origin: origin.url)
+        #expect(eventually { (try? fixture.state(of: "Level2")) == "downloaded" }, "prefetch did not complete")
+        let level4 = try packFile(fixture, "Level4")
+        let level2 = try packFile(fixture, "Level2")
+        let requests = origin.packRequests
+        let first = try #require(requests.firstIndex { $0.contains(level4) })
+        let second = try #require(requests.firstIndex { $0.contains(level2) })
+        #expect(first < second, "prefetch order not kept: \(requests)")
+        #expect(try fixture.state(of: "Level3") == "not-downloaded")
+    }
+
+    @Test("with the origin down at mount time, the cached bundle version mounts offline: local packs read, others fail with EIO")
+    func offlineMount() throws {
+        let fixture = try MountFixture()
+        try fixture.buildTestBundle()
+        var origin: NginxOrigin? = try NginxOrigin(serving: fixture.dist, in: fixture.root + "/nginx")
+        let url = origin!.url
+        try fixture.mount(origin: url, extra: ["--fetch-timeout", "2"])
+        _ = try Command.run("/bin/cat", [fixture.mountpoint + "/levels/2/map.dat"])
+        #expect(try fixture.unmount().status == 0)
+        origin = nil
+        try fixture.mount(origin: url, extra: ["--fetch-timeout", "2"])
+        #expect(fixture.log.contains("mounting the cached bundle version offline"))
+        let local = try Command.run("/bin/cat", [fixture.mountpoint + "/levels/2/map.dat"])
+        #expect(local.status == 0 && local.stdout == Data(TestBundle.files["levels/2/map.dat"]!))
+        let remote = try Command.run("/bin/cat", [fixture.mountpoint + "/levels/1/map.dat"], timeout: .seconds(30))
+        #expect(remote.status != 0 && remote.stderr.contains("Input/output error"))
     }
 }
