@@ -20,6 +20,9 @@ import Synchronization
 /// - Nothing here blocks for long: the lock guards bookkeeping, downloads and the
 ///   purger run in tasks, and index writes happen outside the lock.
 ///
+/// Lock order: `state`, then the `DownloadQueue`'s own lock (tickets are made under
+/// `state`); the queue never calls back, and no other lock is taken under `state`.
+///
 /// Invariants (under the lock): `retainCount >= 0`; a slot with a download in flight
 /// is not local; waiters exist only while a download is in flight; `cachedBytes` is
 /// the sum of local slots' and orphans' bytes; `reservedBytes` the sum of in-flight
