@@ -15,6 +15,14 @@ public struct PackVerifier {
     /// Bytes received so far.
     public var bytesReceived: ByteCount { ByteCount(hasher.bytes) }
 
+    /// The leading bytes already proven right: every complete chunk before the first
+    /// mismatch. A reader may see these before the whole pack is in (progressive open);
+    /// the last, partial chunk is proven only by `finish()`.
+    public var verifiedPrefix: ByteCount {
+        let verifiedChunks = min(firstMismatchedChunk ?? hasher.chunks.count, hasher.chunks.count, expected.chunks.count)
+        return ByteCount(min(Int64(verifiedChunks) * hasher.chunkSize, expected.bytes.value))
+    }
+
     public mutating func update(_ bytes: UnsafeRawBufferPointer) {
         let before = hasher.chunks.count
         hasher.update(bytes)

@@ -23,19 +23,31 @@ public struct PackDownloader: Sendable {
         self.logger = logger
     }
 
+    /// How far a pack download has come.
+    public struct Progress: Sendable {
+        /// Bytes received and written to the temporary file.
+        public var received: ByteCount
+        /// Leading bytes whose chunk hashes matched, already written: safe to serve.
+        public var verified: ByteCount
+        /// The temporary file being written (the same inode is renamed into place).
+        public var temporaryPath: String
+    }
+
     /// Downloads `pack`, checks its size, whole-file SHA-256 and every chunk hash,
     /// publishes it at `store.path(of: pack)` and records it in the cache index.
-    /// `progress` receives the bytes done so far.
+    /// `progress` is called after each write, with the verified prefix.
     @discardableResult
-    public func fetch(_ pack: PackDescriptor, progress: (ByteCount) -> Void = { _ in }) async throws(FetchError) -> CachedPack {
+    public func fetch(_ pack: PackDescriptor, progress: (Progress) -> Void = { _ in }) async throws(FetchError) -> CachedPack {
         let file = try temporaryFile(label: "pack")
         var verifier = PackVerifier(expected: pack, chunkSize: chunkSize)
-        var done: Int64 = 0
         try await origin.download(pack.file, expectedBytes: pack.bytes) { (bytes: UnsafeRawBufferPointer) throws(FetchError) in
             verifier.update(bytes)
+            if let bad = verifier.firstMismatchedChunk {
+                // No point downloading the rest of a pack that is already known to be wrong.
+                throw FetchError(.corrupt, "pack '\(pack.id)' (\(pack.file)) from \(origin.displayName) failed verification: chunk \(bad) differs from the manifest")
+            }
             try write(bytes, to: file)
-            done += Int64(bytes.count)
-            progress(ByteCount(done))
+            progress(Progress(received: verifier.bytesReceived, verified: verifier.verifiedPrefix, temporaryPath: file.path))
         }
         do {
             try verifier.finish()

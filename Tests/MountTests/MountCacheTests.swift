@@ -222,4 +222,54 @@ struct MountCacheTests {
         let level2 = try #require(fetched.firstIndex { $0.contains("pack.id=Level2") })
         #expect(level5 < level2, "prefetch order not kept")
     }
+
+    @Test("progressive open: the first bytes of a large file are readable while its pack streams in; a corrupt tail fails with EIO, never with bad bytes")
+    func progressiveOpen() throws {
+        let fixture = try MountFixture()
+        try fixture.buildTestBundle()
+        try fixture.mount()
+        let packPath = fixture.dist + "/packs/" + (try fixture.cacheFileName(of: "Big"))
+        let saved = fixture.root + "/Big.tar"
+        let release = fixture.root + "/release-the-rest"
+        try #require(rename(packPath, saved) == 0)
+        try #require(mkfifo(packPath, 0o644) == 0)
+        // 1.5 MiB (one whole verified chunk), then a stall until the test says so.
+        let writer = try ChildProcess("/bin/sh", ["-c", "{ head -c 1572864 \"$0\"; while [ ! -e \"$2\" ]; do sleep 0.05; done; tail -c +1572865 \"$0\"; } > \"$1\"", saved, packPath, release])
+        defer { writer.stop() }
+        let expected = Data(TestBundle.files["big.bin"]!)
+
+        let head = try Command.run("/usr/bin/head", ["-c", "4096", fixture.mountpoint + "/big.bin"], timeout: .seconds(20))
+        #expect(head.status == 0, "\(head.stderr)")
+        #expect(head.stdout == expected.prefix(4096))
+        #expect(try fixture.state(of: "Big")?.hasPrefix("downloading") == true, "the first bytes were served only after the whole pack")
+
+        let output = fixture.root + "/big.out"
+        let whole = try ChildProcess("/bin/cat", [fixture.mountpoint + "/big.bin"], stdout: output)
+        defer { whole.stop() }
+        usleep(300_000)
+        #expect(whole.isRunning, "a read past the verified prefix did not wait")
+        _ = FileManager.default.createFile(atPath: release, contents: nil)
+        #expect(whole.wait(timeout: .seconds(30)))
+        #expect(whole.terminationStatus == 0)
+        #expect(FileManager.default.contents(atPath: output) == expected)
+        #expect(try fixture.state(of: "Big") == "downloaded")
+
+        // Again with a corrupt third chunk, after a purge: a prefix read works, a full
+        // read fails with EIO and what it did get is a correct prefix.
+        #expect(try fixture.odrfs(["purge", fixture.mountpoint, "Big"]).status == 0)
+        writer.stop()
+        unlink(packPath)
+        var corrupt = try Data(contentsOf: URL(fileURLWithPath: saved))
+        corrupt[2_500_000] ^= 0xFF
+        try corrupt.write(to: URL(fileURLWithPath: packPath))
+        // The kernel may keep big.bin's pages from the first read (keep_cache): drop them
+        // so this read really goes to the new download.
+        try "1".write(toFile: "/proc/sys/vm/drop_caches", atomically: false, encoding: .utf8)
+        let prefix = try Command.run("/usr/bin/head", ["-c", "4096", fixture.mountpoint + "/big.bin"])
+        #expect(prefix.stdout == expected.prefix(4096))
+        let failed = try Command.run("/bin/cat", [fixture.mountpoint + "/big.bin"])
+        #expect(failed.status != 0)
+        #expect(failed.stderr.contains("Input/output error"), "\(failed.stderr)")
+        #expect(failed.stdout.count < expected.count && failed.stdout == expected.prefix(failed.stdout.count), "bytes past the verified prefix leaked")
+    }
 }

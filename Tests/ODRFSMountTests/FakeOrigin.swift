@@ -38,9 +38,12 @@ final class Gate: Sendable {
 final class FakeOrigin: Origin {
     private let state = Mutex<(files: [String: [UInt8]], downloads: [String: Int], started: Int)>(([:], [:], 0))
     let gate: Gate
+    /// Between the first and the second half of every download.
+    let midGate: Gate
 
-    init(files: [String: [UInt8]], gate: Gate = Gate(open: true)) {
+    init(files: [String: [UInt8]], gate: Gate = Gate(open: true), midGate: Gate = Gate(open: true)) {
         self.gate = gate
+        self.midGate = midGate
         state.withLock { $0.files = files }
     }
 
@@ -74,7 +77,11 @@ final class FakeOrigin: Origin {
         }
         // Two pieces, so verification sees a stream rather than one buffer.
         let middle = bytes.count / 2
-        for piece in [bytes[..<middle], bytes[middle...]] {
+        for (number, piece) in [bytes[..<middle], bytes[middle...]].enumerated() {
+            if number == 1 {
+                await midGate.wait()
+                if Task.isCancelled { throw FetchError(.cancelled, "cancelled") }
+            }
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: piece.count, alignment: 1)
             defer { buffer.deallocate() }
             buffer.copyBytes(from: piece)

@@ -32,15 +32,23 @@ extension BundleFileSystem {
                 }
                 return
             }
-            openAfterFetching(pack, path: index.path(of: number), request: request.detach())
+            // Wait for this file's first bytes, not the whole pack: its first 128 KiB (or
+            // all of it if smaller) verified is enough to start reading.
+            let prefix = Int64(entry.dataOffset) + Int64(min(entry.size, Self.progressiveOpenBytes))
+            openAfterFetching(pack, prefix: prefix, path: index.path(of: number), request: request.detach())
         }
     }
 
-    /// The slow path of open(): answered from a task once the pack is local.
-    private func openAfterFetching(_ pack: PackNumber, path: String, request: DeferredRequest) {
+    /// How much of a file must be verified before a progressive open returns.
+    static let progressiveOpenBytes: UInt64 = 128 * 1024
+
+    /// The slow path of open(): answered from a task once the file's first bytes are
+    /// verified (the rest of the pack may still be streaming in).
+    private func openAfterFetching(_ pack: PackNumber, prefix: Int64, path: String, request: DeferredRequest) {
         let task = Task(priority: .userInitiated) { [manager, logger] in
+            let access: PackAccess
             do {
-                try await manager.retain(pack)
+                access = try await manager.retainProgressively(pack, prefix: prefix)
             } catch {
                 let errno = Errno(mapping: error)
                 logger.error("open failed: pack not available", metadata: [
@@ -54,7 +62,7 @@ extension BundleFileSystem {
                 request.replyError(.interrupted)
                 return
             }
-            switch self.openPackFile(pack) {
+            switch self.openPackFile(pack, access: access) {
             case .success(let handle): request.replyOpen(handle: handle, options: Self.fileOpenOptions)
             case .failure(let error): request.replyError(error)
             }
@@ -62,14 +70,32 @@ extension BundleFileSystem {
         request.onInterrupt { task.cancel() }
     }
 
-    /// Opens a descriptor on a retained, local pack; on failure the retain is dropped.
-    private func openPackFile(_ pack: PackNumber) -> Result<FileHandleID, Errno> {
-        let path = manager.path(of: pack)
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-        if fd >= 0 { return .success(FileHandleID(rawValue: UInt64(fd))) }
+    /// Opens a descriptor on a retained pack; on failure the retain is dropped. A pack
+    /// still downloading gives a progressive handle, whose reads check the verified prefix.
+    private func openPackFile(_ pack: PackNumber, access: PackAccess? = nil) -> Result<FileHandleID, Errno> {
+        var progressive = false
+        var path: String
+        switch access ?? .local(path: manager.path(of: pack)) {
+        case .local(let published):
+            path = published
+        case .partial(let temporary):
+            path = temporary
+            progressive = true
+        case .unavailable:
+            manager.release(pack)
+            return .failure(.ioError)
+        }
+        var fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        if fd < 0 && errno == ENOENT && progressive {
+            // Published in the meantime: the same bytes now live at the cache path.
+            path = manager.path(of: pack)
+            fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+            progressive = false
+        }
+        if fd >= 0 { return .success(PackHandle(descriptor: fd, isProgressive: progressive).id) }
         let code = errno
         manager.release(pack)
-        if code == ENOENT { manager.markMissing(pack) }
+        if code == ENOENT && !progressive { manager.markMissing(pack) }
         logger.error("cannot open cached pack", metadata: ["pack.path": "\(path)", "errno": "\(code)"])
         return .failure(code == EMFILE || code == ENFILE ? .tooManyOpenFiles : .ioError)
     }
@@ -93,7 +119,27 @@ extension BundleFileSystem {
         let fileSize = Int64(entry.size)
         let start = min(max(offset, 0), fileSize)
         let count = Int(min(Int64(size), fileSize - start))
-        request.replyData(fileDescriptor: Int32(truncatingIfNeeded: handle.rawValue), offset: Int64(entry.dataOffset) + start, count: count)
+        let packHandle = PackHandle(handle)
+        let packOffset = Int64(entry.dataOffset) + start
+        guard packHandle.isProgressive, let pack = entry.pack,
+              manager.verifiedBytes(of: pack) < packOffset + Int64(count) else {
+            request.replyData(fileDescriptor: packHandle.descriptor, offset: packOffset, count: count)
+            return
+        }
+        // Past the verified prefix of a pack still downloading: wait for those bytes.
+        let deferred = request.detach()
+        let task = Task(priority: .userInitiated) { [manager, logger] in
+            do {
+                try await manager.waitForVerified(pack, bytes: packOffset + Int64(count))
+                deferred.replyData(fileDescriptor: packHandle.descriptor, offset: packOffset, count: count)
+            } catch {
+                logger.error("read failed: the rest of the pack did not arrive verified", metadata: [
+                    "pack.id": "\(manager.manifest.pack(pack).id)", "error": "\(error)",
+                ])
+                deferred.replyError(Errno(mapping: error))
+            }
+        }
+        deferred.onInterrupt { task.cancel() }
     }
 
     public func release(inode: InodeNumber, handle: FileHandleID, request: consuming FUSERequest) {
@@ -102,7 +148,7 @@ extension BundleFileSystem {
             request.replySuccess()
             return
         }
-        Glibc.close(Int32(truncatingIfNeeded: handle.rawValue))
+        Glibc.close(PackHandle(handle).descriptor)
         if case .entry(let number) = inodes.node(for: inode), let pack = index.entry(number)?.pack {
             manager.release(pack)
         }

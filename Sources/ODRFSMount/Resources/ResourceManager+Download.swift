@@ -5,7 +5,7 @@ import ODRFSFetch
 
 extension ResourceManager {
     /// Joins (or starts) the download of `pack` as a cancellable waiter.
-    func acquire(_ pack: PackNumber, retains: Bool, priority: DownloadPriority) async throws(FetchError) {
+    func acquire(_ pack: PackNumber, retains: Bool, priority: DownloadPriority, prefix: Int64? = nil, startIfNeeded: Bool = true) async throws(FetchError) {
         let index = Int(pack.rawValue)
         let now = clock()
         // Fast path: no continuation, no task.
@@ -23,7 +23,7 @@ extension ResourceManager {
         do {
             try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                    register(waiterID, on: pack, retains: retains, priority: priority, continuation: continuation)
+                    register(waiterID, on: pack, retains: retains, priority: priority, prefix: prefix, startIfNeeded: startIfNeeded, continuation: continuation)
                 }
             } onCancel: {
                 cancelWaiter(waiterID, on: pack)
@@ -35,10 +35,13 @@ extension ResourceManager {
         }
     }
 
-    private func register(_ waiterID: UInt64, on pack: PackNumber, retains: Bool, priority: DownloadPriority, continuation: CheckedContinuation<Void, any Error>) {
+    private func register(
+        _ waiterID: UInt64, on pack: PackNumber, retains: Bool, priority: DownloadPriority,
+        prefix: Int64?, startIfNeeded: Bool, continuation: CheckedContinuation<Void, any Error>
+    ) {
         let index = Int(pack.rawValue)
         let now = clock()
-        enum Outcome { case resumeNow, resumeCancelled, waiting, raise(UInt64), startDownload }
+        enum Outcome { case resumeNow, resumeCancelled, unavailable, waiting, raise(UInt64), startDownload }
         let outcome = state.withLock { state -> Outcome in
             if state.slots[index].isLocal {
                 // Became local between the fast path and now.
@@ -48,8 +51,15 @@ extension ResourceManager {
             // The cancellation handler may have run before we registered; it found
             // nothing to cancel, so honour it here (same lock, flag set before handler).
             if Task.isCancelled { return .resumeCancelled }
-            let waiter = Waiter(continuation: continuation, retains: retains)
+            if let prefix, let download = state.slots[index].download, download.verifiedBytes >= prefix {
+                // The bytes this reader needs are already proven.
+                state.slots[index].download?.earlyReaders += 1
+                if retains { retain(index, in: &state, at: now) }
+                return .resumeNow
+            }
+            let waiter = Waiter(continuation: continuation, retains: retains, prefix: prefix)
             if state.slots[index].download == nil {
+                guard startIfNeeded else { return .unavailable }
                 state.slots[index].download = Download(waiters: [waiterID: waiter], priority: priority, ticket: downloads.makeTicket())
                 // Reserve before starting, so concurrent downloads cannot overshoot together.
                 state.reservedBytes += manifest.pack(pack).bytes.value
@@ -67,6 +77,8 @@ extension ResourceManager {
             continuation.resume()
         case .resumeCancelled:
             continuation.resume(throwing: CancellationError())
+        case .unavailable:
+            continuation.resume(throwing: FetchError(.corrupt, "pack '\(manifest.pack(pack).id)' is no longer being downloaded"))
         case .waiting:
             break
         case .raise(let ticket):
@@ -81,6 +93,7 @@ extension ResourceManager {
             let index = Int(pack.rawValue)
             let waiter = state.slots[index].download?.waiters.removeValue(forKey: waiterID)
             let abandoned = waiter != nil && state.slots[index].download?.waiters.isEmpty == true
+                && state.slots[index].download?.earlyReaders == 0
             return (waiter, abandoned ? state.slots[index].download?.task : nil)
         }
         waiter?.continuation.resume(throwing: CancellationError())
@@ -110,8 +123,8 @@ extension ResourceManager {
                 }
                 defer { downloads.release(ticket) }
                 try makeRoom(for: pack)
-                try await downloader.fetch(descriptor) { done in
-                    self.state.withLock { $0.slots[index].download?.bytesDone = done.value }
+                try await downloader.fetch(descriptor) { progress in
+                    self.advance(pack, to: progress)
                 }
                 result = .success(())
             } catch {
@@ -122,6 +135,30 @@ extension ResourceManager {
         state.withLock { state in
             if state.slots[index].download?.ticket == ticket { state.slots[index].download?.task = task }
         }
+    }
+
+    /// Records download progress and releases the progressive waiters whose bytes are
+    /// now proven (they are retained here, under the lock, like at the end).
+    private func advance(_ pack: PackNumber, to progress: PackDownloader.Progress) {
+        let index = Int(pack.rawValue)
+        let now = clock()
+        let ready = state.withLock { state -> [Waiter] in
+            guard state.slots[index].download != nil else { return [] }
+            state.slots[index].download!.bytesDone = progress.received.value
+            state.slots[index].download!.temporaryPath = progress.temporaryPath
+            guard progress.verified.value > state.slots[index].download!.verifiedBytes else { return [] }
+            state.slots[index].download!.verifiedBytes = progress.verified.value
+            var ready: [Waiter] = []
+            for (id, waiter) in state.slots[index].download!.waiters {
+                guard let prefix = waiter.prefix, prefix <= progress.verified.value else { continue }
+                state.slots[index].download!.waiters.removeValue(forKey: id)
+                state.slots[index].download!.earlyReaders += 1
+                if waiter.retains { retain(index, in: &state, at: now) }
+                ready.append(waiter)
+            }
+            return ready
+        }
+        ready.forEach { $0.continuation.resume() }
     }
 
     private func finishDownload(_ pack: PackNumber, result: Result<Void, FetchError>, duration: Duration) {

@@ -43,11 +43,20 @@ public final class ResourceManager: Sendable {
     struct Waiter {
         var continuation: CheckedContinuation<Void, any Error>
         var retains: Bool
+        /// Resume once this many leading bytes are verified (progressive open and
+        /// reads), instead of when the whole pack is published.
+        var prefix: Int64?
     }
 
     struct Download {
         var waiters: [UInt64: Waiter] = [:]
         var bytesDone: Int64 = 0
+        /// Leading bytes already written and proven by their chunk hashes.
+        var verifiedBytes: Int64 = 0
+        /// The file being written; progressive readers open it (the same inode is published).
+        var temporaryPath: String?
+        /// Readers that opened the pack before it was complete: the download must go on.
+        var earlyReaders = 0
         var priority: DownloadPriority
         var ticket: UInt64
         /// Cancelled when the last waiter leaves: nobody wants the bytes any more.
