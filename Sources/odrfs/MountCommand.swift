@@ -12,7 +12,8 @@ struct MountCommand: AsyncParsableCommand {
         commandName: "mount",
         abstract: "Mount a bundle; files are fetched from the origin when first opened.",
         discussion: """
-            The origin is a dist dir made by `odrfs build`, given as a path or a file:// URL.
+            The origin is a dist dir made by `odrfs build`: an http(s):// URL (nginx, a CDN,
+            `odrfs serve`), a local path or a file:// URL.
             The command returns when the base and initial-install packs are local and the
             mount is usable; the daemon then runs in the background (logs in the cache
             directory's odrfs.log) until `odrfs unmount`. Exit status 1 means the mount failed;
@@ -20,7 +21,7 @@ struct MountCommand: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "The dist dir (path or file:// URL).")
+    @Argument(help: "The dist dir: http(s):// URL, path or file:// URL.")
     var origin: String
 
     @Argument(help: "An empty directory to mount on.")
