@@ -138,14 +138,7 @@ struct MountCacheTests {
     func killDuringSlowFetch() throws {
         let fixture = try makeFixture()
         try fixture.mount()
-        // A slow origin without any test hook: the pack is a FIFO whose writer sends
-        // part of the bytes and then stalls.
-        let packPath = fixture.dist + "/packs/" + (try fixture.cacheFileName(of: "Level3"))
-        let saved = fixture.root + "/Level3.tar"
-        try #require(rename(packPath, saved) == 0)
-        try #require(mkfifo(packPath, 0o644) == 0)
-        let writer = try ChildProcess("/bin/sh", ["-c", "{ head -c 60000 \"$0\"; sleep 120; } > \"$1\"", saved, packPath])
-        defer { writer.stop() }
+        let slow = try SlowPack(fixture, pack: "Level3", stallAfter: 60_000)
         let reader = try ChildProcess("/bin/cat", [fixture.mountpoint + "/level3/part0.bin"])
         defer { reader.stop() }
         let partial = { () -> Int in
@@ -165,9 +158,7 @@ struct MountCacheTests {
         #expect(stale.stderr.contains("fusermount3 -uz"), "\(stale.stderr)")
         #expect(try Command.run("/usr/bin/fusermount3", ["-u", "-z", fixture.mountpoint]).status == 0)
 
-        writer.stop()
-        unlink(packPath)
-        try #require(rename(saved, packPath) == 0)
+        slow.restore()
         try fixture.mount()
         let tmp = try FileManager.default.contentsOfDirectory(atPath: fixture.cache + "/tmp")
         #expect(tmp.isEmpty, "partial download survived the restart: \(tmp)")
@@ -180,13 +171,7 @@ struct MountCacheTests {
     func interruptedReaderLeavesFetchRunning() throws {
         let fixture = try makeFixture()
         try fixture.mount()
-        let packPath = fixture.dist + "/packs/" + (try fixture.cacheFileName(of: "Level4"))
-        let saved = fixture.root + "/Level4.tar"
-        let release = fixture.root + "/release-the-rest"
-        try #require(rename(packPath, saved) == 0)
-        try #require(mkfifo(packPath, 0o644) == 0)
-        let writer = try ChildProcess("/bin/sh", ["-c", "{ head -c 30000 \"$0\"; while [ ! -e \"$2\" ]; do sleep 0.05; done; tail -c +30001 \"$0\"; } > \"$1\"", saved, packPath, release])
-        defer { writer.stop() }
+        let slow = try SlowPack(fixture, pack: "Level4", stallAfter: 30_000)
         let output = fixture.root + "/patient.out"
         let patient = try ChildProcess("/bin/cat", [fixture.mountpoint + "/level4/part1.bin"], stdout: output)
         defer { patient.stop() }
@@ -197,7 +182,7 @@ struct MountCacheTests {
         #expect(impatient.wait(timeout: .seconds(5)), "Ctrl-C did not free the waiting reader")
         #expect(patient.isRunning, "the other reader gave up too")
         #expect(try fixture.state(of: "Level4")?.hasPrefix("downloading") == true, "the fetch was cancelled with the interrupted reader")
-        _ = FileManager.default.createFile(atPath: release, contents: nil)
+        slow.resume()
         #expect(patient.wait(timeout: .seconds(30)))
         #expect(patient.terminationStatus == 0)
         #expect(FileManager.default.contents(atPath: output) == Self.expected(4, part: 1))
@@ -228,14 +213,8 @@ struct MountCacheTests {
         let fixture = try MountFixture()
         try fixture.buildTestBundle()
         try fixture.mount()
-        let packPath = fixture.dist + "/packs/" + (try fixture.cacheFileName(of: "Big"))
-        let saved = fixture.root + "/Big.tar"
-        let release = fixture.root + "/release-the-rest"
-        try #require(rename(packPath, saved) == 0)
-        try #require(mkfifo(packPath, 0o644) == 0)
-        // 1.5 MiB (one whole verified chunk), then a stall until the test says so.
-        let writer = try ChildProcess("/bin/sh", ["-c", "{ head -c 1572864 \"$0\"; while [ ! -e \"$2\" ]; do sleep 0.05; done; tail -c +1572865 \"$0\"; } > \"$1\"", saved, packPath, release])
-        defer { writer.stop() }
+        // 1.5 MiB (one whole verified chunk), then a stall until the test resumes it.
+        let slow = try SlowPack(fixture, pack: "Big", stallAfter: 1_572_864)
         let expected = Data(TestBundle.files["big.bin"]!)
 
         let head = try Command.run("/usr/bin/head", ["-c", "4096", fixture.mountpoint + "/big.bin"], timeout: .seconds(20))
@@ -248,7 +227,7 @@ struct MountCacheTests {
         defer { whole.stop() }
         usleep(300_000)
         #expect(whole.isRunning, "a read past the verified prefix did not wait")
-        _ = FileManager.default.createFile(atPath: release, contents: nil)
+        slow.resume()
         #expect(whole.wait(timeout: .seconds(30)))
         #expect(whole.terminationStatus == 0)
         #expect(FileManager.default.contents(atPath: output) == expected)
@@ -257,11 +236,10 @@ struct MountCacheTests {
         // Again with a corrupt third chunk, after a purge: a prefix read works, a full
         // read fails with EIO and what it did get is a correct prefix.
         #expect(try fixture.odrfs(["purge", fixture.mountpoint, "Big"]).status == 0)
-        writer.stop()
-        unlink(packPath)
-        var corrupt = try Data(contentsOf: URL(fileURLWithPath: saved))
+        slow.restore()
+        var corrupt = try Data(contentsOf: URL(fileURLWithPath: slow.path))
         corrupt[2_500_000] ^= 0xFF
-        try corrupt.write(to: URL(fileURLWithPath: packPath))
+        try corrupt.write(to: URL(fileURLWithPath: slow.path))
         // The kernel may keep big.bin's pages from the first read (keep_cache): drop them
         // so this read really goes to the new download.
         try "1".write(toFile: "/proc/sys/vm/drop_caches", atomically: false, encoding: .utf8)

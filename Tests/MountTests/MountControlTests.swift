@@ -139,13 +139,8 @@ struct MountControlTests {
         try MountCacheTests.writeLevels(to: fixture.source)
         #expect(try fixture.odrfs(["build", fixture.source, "-o", fixture.dist]).status == 0)
         try fixture.mount()
-        // A slow origin: the pack is a FIFO that delivers part of its bytes, then stalls.
-        let packPath = fixture.dist + "/packs/" + (try fixture.cacheFileName(of: "Level2"))
-        let saved = fixture.root + "/Level2.tar"
-        try #require(rename(packPath, saved) == 0)
-        try #require(mkfifo(packPath, 0o644) == 0)
-        let writer = try ChildProcess("/bin/sh", ["-c", "{ head -c 40000 \"$0\"; sleep 120; } > \"$1\"", saved, packPath])
-        defer { writer.stop() }
+        let slow = try SlowPack(fixture, pack: "Level2", stallAfter: 40_000)
+        defer { slow.restore() }
 
         let request = BundleResourceRequest(tags: ["Level2"], mountpoint: fixture.mountpoint)
         let begin = Task { try await request.beginAccessingResources() }
