@@ -132,8 +132,13 @@ public struct StatusSnapshot: Codable, Sendable, Equatable {
     /// A snapshot whose tag entries are derived from `packs` and `tagPriorities`
     /// (tags in the order given there; a pack belongs to each tag it lists).
     public init(packs: [PackEntry], tagPriorities: [(tag: String, priority: Double)], cache: CacheEntry) {
+        // One pass over the packs, not one per tag: bundles may have 10,000 of each.
+        var membersByTag: [String: [PackEntry]] = [:]
+        for pack in packs {
+            for tag in pack.tags { membersByTag[tag, default: []].append(pack) }
+        }
         let tags = tagPriorities.map { tag, priority in
-            let members = packs.filter { $0.tags.contains(tag) }
+            let members = membersByTag[tag] ?? []
             return TagEntry(tag: tag, packs: members.map(\.id), bytes: members.reduce(0) { $0 + $1.bytes },
                             state: Self.aggregate(members.map(\.state)), preservationPriority: priority)
         }

@@ -68,6 +68,11 @@ extension Manifest {
     }
 
     private func validateTags() throws(ManifestError) {
+        // One pass over the packs, not one per tag: a bundle may have 10,000 of each.
+        var holdersByTag: [Tag: [PackID]] = [:]
+        for pack in packs {
+            for tag in pack.tags { holdersByTag[tag, default: []].append(pack.id) }
+        }
         for (position, descriptor) in tags.enumerated() {
             if let problem = descriptor.tag.validationProblem {
                 throw ManifestError(.invalidTag, "tag '\(descriptor.tag)': \(problem)")
@@ -79,7 +84,7 @@ extension Manifest {
                 throw ManifestError(.priorityOutOfRange,
                                     "tag '\(descriptor.tag)' has preservationPriority \(descriptor.preservationPriority), outside 0...1")
             }
-            let holders = packs.filter { $0.tags.contains(descriptor.tag) }.map(\.id)
+            let holders = holdersByTag[descriptor.tag] ?? []
             guard descriptor.packs == holders else {
                 throw ManifestError(.inconsistent, "tag '\(descriptor.tag)' lists packs \(descriptor.packs.map(\.rawValue)) but the packs holding it are \(holders.map(\.rawValue))")
             }

@@ -17,7 +17,7 @@ extension ResourceManager {
         let cache = cacheStatus()
         return StatusSnapshot(
             packs: packs,
-            tagPriorities: manifest.tags.map { ($0.tag.name, preservationPriority(of: $0.tag)) },
+            tagPriorities: tagPriorities(),
             cache: StatusSnapshot.CacheEntry(
                 cachedBytes: cache.cachedBytes, reservedBytes: cache.reservedBytes, orphanBytes: cache.orphanBytes,
                 budget: cache.limits.budget?.value, minimumFree: cache.limits.minimumFree?.value,

@@ -55,6 +55,12 @@ extension ResourceManager {
         }
     }
 
+    /// Every tag's effective preservation priority, in manifest order (one lock, no per-tag scans).
+    public func tagPriorities() -> [(tag: String, priority: Double)] {
+        let overrides = state.withLock { $0.priorityOverrides }
+        return manifest.tags.map { ($0.tag.name, overrides[$0.tag] ?? $0.preservationPriority) }
+    }
+
     /// A tag's effective preservation priority.
     public func preservationPriority(of tag: Tag) -> Double {
         state.withLock { $0.priorityOverrides[tag] } ?? manifest.preservationPriority(of: tag)

@@ -212,9 +212,11 @@ public final class ResourceManager: Sendable {
     /// A pack's preservation priority is the highest of its tags' (override, else the
     /// manifest's default); base resources are never purged, so theirs is irrelevant.
     static func assignPriorities(_ state: inout State, manifest: Manifest) {
+        var defaults: [Tag: Double] = [:]
+        for descriptor in manifest.tags { defaults[descriptor.tag] = descriptor.preservationPriority }
         for (offset, pack) in manifest.packs.enumerated() {
             state.slots[offset].priority = pack.tags.map { tag in
-                state.priorityOverrides[tag] ?? manifest.preservationPriority(of: tag)
+                state.priorityOverrides[tag] ?? defaults[tag] ?? 0
             }.max() ?? 0
         }
     }
