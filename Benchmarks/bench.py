@@ -11,6 +11,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -187,6 +188,7 @@ class Rclone(FuseMount):
     def command(self):
         return ["rclone", "mount", ":http:", self.root, "--http-url", self.origin + "/src/",
                 "--vfs-cache-mode", "full", "--cache-dir", self.cache, "--read-only", "--dir-cache-time", "1h"]
+        # (not --http-no-head: without a HEAD per file rclone reports sizes of 0)
 
 
 # --- workloads
@@ -386,6 +388,8 @@ def main():
     ap.add_argument("--s1-files", type=int, default=1_000_000)
     ap.add_argument("--s1-packs", type=int, default=10_000)
     A = ap.parse_args()
+    # SIGTERM (from run.sh's trap) unwinds through the finally below, tearing down.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     t0 = time.perf_counter()
     say = lambda m: print(f"[{time.perf_counter() - t0:7.1f}s] {m}", file=sys.stderr, flush=True)
     try:

@@ -53,20 +53,21 @@ def main_tree(root, quick):
 
 
 def scale_tree(root, files, packs):
-    """`files` empty files in `packs` packs, from only log2(packs) tags.
+    """`files` empty files in `packs` packs, from only a few dozen tags.
 
-    `odrfs build` matches every file against every pattern, so 10,000 one-pack tags
-    would cost 10^10 matches for a million files. Instead pack p (1...packs) lives
-    under S/b0/b1/.../bK, the bits of p, and tag Bk matches "bit k is 1": each pack
-    has its own tag set (so its own pack) and there are only K+1 patterns."""
-    bits = max(1, packs.bit_length())
+    `odrfs build` matches every file (and each of its ancestors) against every
+    pattern, so 10,000 one-pack tags would cost 10^10 matches for a million files.
+    Instead pack p lives under S/d1/d2/.../dK, the decimal digits of p, and tag Dkv
+    matches "digit k is v": each pack has its own tag set, so its own pack, from
+    10*K patterns, and the tree stays shallow (matching cost grows with depth)."""
+    digits = max(1, len(str(packs - 1)))
     per_pack = max(1, files // packs)
-    for p in range(1, packs + 1):
-        d = root + "/S/" + "/".join(str((p >> k) & 1) for k in range(bits))
+    for p in range(packs):
+        d = root + "/S/" + "/".join(f"{p:0{digits}d}")
         os.makedirs(d, exist_ok=True)
         for i in range(per_pack):
             open(f"{d}/f{i:04d}", "wb").close()
-    tags = {f"B{k:02d}": ["S/" + "*/" * k + "1/**"] for k in range(bits)}
+    tags = {f"D{k}{v}": ["S/" + "*/" * k + f"{v}/**"] for k in range(digits) for v in range(10)}
     write_spec(root, tags)
 
 

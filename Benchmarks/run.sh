@@ -7,7 +7,7 @@
 # Builds ODRFS in release (unless --binary is given), a deterministic synthetic bundle,
 # starts nginx behind a latency proxy, mounts ODRFS (and rclone, if installed), runs
 # the workloads against them and native reads of the same files, and prints the table.
-# Needs root (drop_caches, FUSE), nginx, python3 and gcc. Everything it starts is
+# Needs root (drop_caches, FUSE), nginx, python3 and a C compiler. Everything it starts is
 # stopped by PID and every mount is lazily unmounted on exit, whatever happens.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -35,6 +35,9 @@ fi
 work="$(mktemp -d /tmp/odrfs-bench.XXXXXX)"
 : >"$work/pids"; : >"$work/mounts"
 cleanup() {
+    # The driver first (it tears down its own children on SIGTERM), then what is left.
+    driver="$(cat "$work/driver" 2>/dev/null || true)"
+    if [ -n "$driver" ] && kill "$driver" 2>/dev/null; then sleep 2; fi
     # Mounts first (lazily, so a stuck reader cannot block us), then our own PIDs.
     while read -r m; do [ -n "$m" ] && fusermount3 -uz "$m" 2>/dev/null || true; done <"$work/mounts"
     while read -r p; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done <"$work/pids"
@@ -43,5 +46,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-gcc -O2 -o "$work/preadbench" "$here/preadbench.c"
-python3 "$here/bench.py" --binary "$binary" --work "$work" --preadbench "$work/preadbench" "${args[@]}"
+# The read loops are C (gcc, cc, or the clang every Swift toolchain ships).
+cc="${CC:-$(command -v gcc || command -v cc || command -v clang)}"
+"$cc" -O2 -o "$work/preadbench" "$here/preadbench.c"
+# In the background with `wait`, so a SIGTERM/SIGINT to this script runs the trap now.
+python3 "$here/bench.py" --binary "$binary" --work "$work" --preadbench "$work/preadbench" "${args[@]}" &
+echo $! >"$work/driver"
+wait $!
