@@ -1,0 +1,420 @@
+#!/usr/bin/env python3
+"""The benchmark driver: origin, mounts, workloads, one table. Run it through run.sh.
+
+bench.py --binary ODRFS --work DIR --preadbench EXE [--quick] [--latency-ms N] [--no-rclone]
+
+Every process it starts and every mount it makes is also written to DIR/pids and
+DIR/mounts, so run.sh's trap can tear them down whatever happens here.
+"""
+import argparse
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+A = None          # parsed arguments
+LOG = None        # nginx access log
+PROCS = []        # (Popen, mountpoint or None), torn down in reverse order
+
+
+def sh(*cmd, **kw):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw).stdout
+
+
+def note(path, line):
+    with open(f"{A.work}/{path}", "a") as f:
+        f.write(f"{line}\n")
+
+
+def start(cmd, mountpoint=None, log=None):
+    out = open(log or os.devnull, "w")
+    p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    note("pids", p.pid)
+    if mountpoint:
+        note("mounts", mountpoint)
+    PROCS.append((p, mountpoint))
+    return p
+
+
+def stop(p, mountpoint=None):
+    if mountpoint:
+        subprocess.run(["fusermount3", "-uz", mountpoint], capture_output=True)
+    if p.poll() is None:
+        p.terminate()
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    PROCS[:] = [x for x in PROCS if x[0] is not p]
+
+
+def wait_for(cond, timeout, what):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out waiting for {what}")
+        time.sleep(0.005)
+
+
+def port_open(port):
+    try:
+        socket.create_connection(("127.0.0.1", port), 0.2).close()
+        return True
+    except OSError:
+        return False
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def drop_caches():
+    os.sync()
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+
+
+# --- origin: nginx serving the dist dirs and the plain tree, behind the latency proxy
+
+def start_origin():
+    global LOG
+    d = f"{A.work}/nginx"
+    os.makedirs(f"{d}/tmp", exist_ok=True)
+    LOG = f"{d}/access.log"
+    port, proxy = free_port(), free_port()
+    temps = "".join(f"{k}_temp_path {d}/tmp; " for k in ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"])
+    with open(f"{d}/nginx.conf", "w") as f:
+        f.write(f"""daemon off; master_process on; worker_processes 2; user root;
+pid {d}/nginx.pid; error_log {d}/error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+  access_log {LOG} combined; {temps}
+  sendfile on; keepalive_requests 100000;
+  server {{
+    listen 127.0.0.1:{port};
+    location /dist/ {{ alias {A.work}/dist/; }}
+    location /s1/ {{ alias {A.work}/s1/dist/; }}
+    location /src/ {{ alias {A.work}/src/; autoindex on; }}
+  }}
+}}
+""")
+    start(["/usr/sbin/nginx", "-c", f"{d}/nginx.conf", "-p", d], log=f"{d}/stderr.log")
+    start([sys.executable, f"{HERE}/latency_proxy.py", str(proxy), str(port), str(A.latency_ms)])
+    wait_for(lambda: port_open(port) and port_open(proxy), 10, "nginx and the proxy")
+    return f"http://127.0.0.1:{proxy}"
+
+
+def log_mark():
+    try:
+        with open(LOG) as f:
+            return len(f.readlines())
+    except FileNotFoundError:
+        return 0
+
+
+def requests_since(mark, pattern):
+    """Request paths since `mark` (a line count) that match the regex `pattern`."""
+    time.sleep(0.2)  # nginx writes its log line after the response
+    with open(LOG) as f:
+        lines = f.readlines()[mark:]
+    paths = [l.split('"')[1].split()[1] for l in lines if '"' in l]
+    return [p for p in paths if re.search(pattern, p)]
+
+
+# --- the three ways of reaching the same files
+
+class Native:
+    name = "native"
+    pack_pattern = None
+
+    def __init__(self):
+        self.root = f"{A.work}/src"
+
+    def cold(self):
+        drop_caches()
+
+    def close(self):
+        pass
+
+
+class FuseMount:
+    def __init__(self, origin):
+        self.origin, self.n, self.p = origin, 0, None
+
+    def cold(self):
+        """A fresh mount with an empty cache, and no page cache."""
+        self.close()
+        self.n += 1
+        self.root = f"{A.work}/mnt-{self.name}-{self.n}"
+        self.cache = f"{A.work}/cache-{self.name}-{self.n}"
+        os.makedirs(self.root)
+        os.makedirs(self.cache)
+        drop_caches()
+        self.p = start(self.command(), self.root, log=f"{A.work}/{self.name}-{self.n}.log")
+        wait_for(lambda: os.path.ismount(self.root) or self.p.poll() is not None, 120, f"{self.name} mount")
+        if self.p.poll() is not None:
+            raise RuntimeError(f"{self.name} mount failed: see {A.work}/{self.name}-{self.n}.log")
+
+    def close(self):
+        if self.p:
+            stop(self.p, self.root)
+            self.p = None
+
+
+class ODRFS(FuseMount):
+    name = "odrfs"
+    pack_pattern = r"^/dist/packs/"
+
+    def command(self):
+        return [A.binary, "mount", self.origin + "/dist/", self.root, "--cache", self.cache, "--foreground"]
+
+
+class Rclone(FuseMount):
+    name = "rclone"
+    pack_pattern = r"^/src/.*[^/]$"  # every file GET (listings end in /)
+
+    def command(self):
+        return ["rclone", "mount", ":http:", self.root, "--http-url", self.origin + "/src/",
+                "--vfs-cache-mode", "full", "--cache-dir", self.cache, "--read-only", "--dir-cache-time", "1h"]
+        # (not --http-no-head: without a HEAD per file rclone reports sizes of 0)
+
+
+# --- workloads
+
+def level_files(root, level):
+    d = f"{root}/Levels/{level}"
+    return [f"{d}/{n}" for n in sorted(os.listdir(d))]
+
+
+def read_all(paths):
+    total = 0
+    for p in paths:
+        with open(p, "rb", buffering=0) as f:
+            while chunk := f.read(1 << 20):
+                total += len(chunk)
+    return total
+
+
+def timed(fn):
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def preadbench(*args):
+    secs, n = sh(A.preadbench, *args).split()
+    return float(secs), int(n)
+
+
+def run_system(s):
+    r = {}
+    # W6 first: metadata only, on a fresh mount, must not fetch a pack.
+    s.cold()
+    big = f"{s.root}/Big/big.bin"
+    mark = log_mark()
+    listing = lambda: subprocess.run(["ls", "-lR", f"{s.root}/Tree"], stdout=subprocess.DEVNULL, check=True)
+    r["W6 cold"] = timed(listing)  # first listing after the mount (kernel caches empty)
+    r["W6"] = timed(listing)
+    r["W6 stat"] = timed(lambda: [os.stat(os.path.join(d, f)) for d, _, fs in os.walk(f"{s.root}/Tree") for f in fs])
+    if s.pack_pattern:
+        r["W6 req"] = len(requests_since(mark, s.pack_pattern))
+    # W1 cold, W2 warm: all files of Level1.
+    paths = level_files(s.root, 1)
+    mark = log_mark()
+    r["W1 files"] = len(paths)
+    r["W1"] = timed(lambda: read_all(paths))
+    if s.pack_pattern:
+        r["W1 req"] = len(requests_since(mark, s.pack_pattern))
+    r["W2"] = timed(lambda: read_all(paths))
+    # W3: first 4 KiB of the big file, its pack remote (native: not in page cache).
+    if isinstance(s, Native):
+        drop_caches()
+
+    def first_4k():
+        with open(big, "rb", buffering=0) as f:
+            f.read(4096)
+    r["W3"] = timed(first_4k)
+    # W4: make the whole file local (a no-op for native and odrfs, whose open fetched the
+    # pack), drop the page cache, read it (first), read it again (repeat, page cache).
+    read_all([big])
+    drop_caches()
+    secs, n = preadbench("seq", big)
+    r["W4 first"] = n / secs / 1e6
+    secs, n = preadbench("seq", big)
+    r["W4 repeat"] = n / secs / 1e6
+    # W5: random 4 KiB preads, file in the page cache after the repeat read.
+    secs, n = preadbench("rand", big, str(20_000), "20261122")
+    r["W5"] = n / secs
+    # W7: 32 readers over 8 levels on a fresh, empty cache.
+    s.cold()
+    big = None
+    jobs = [level_files(s.root, lv)[k::4] for lv in range(1, 9) for k in range(4)]
+    mark = log_mark()
+    errors = []
+
+    def reader(ps):
+        try:
+            read_all(ps)
+        except OSError as e:
+            errors.append(e)
+
+    def parallel():
+        ts = [threading.Thread(target=reader, args=(j,)) for j in jobs]
+        [t.start() for t in ts]
+        [t.join() for t in ts]
+    r["W7"] = timed(parallel)
+    if errors:
+        raise errors[0]
+    if s.pack_pattern:
+        reqs = requests_since(mark, s.pack_pattern)
+        r["W7 req"] = len(reqs)
+        r["W7 max/pack"] = max((reqs.count(p) for p in set(reqs)), default=0)
+    s.close()
+    return r
+
+
+def vmrss(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def run_scale(origin):
+    files, packs = (10_000, 100) if A.quick else (A.s1_files, A.s1_packs)
+    r = {"S1 files": files}
+    src, dist = f"{A.work}/s1/src", f"{A.work}/s1/dist"
+    r["S1 gen"] = timed(lambda: sh(sys.executable, f"{HERE}/gen_bundle.py", "scale", src, str(files), str(packs)))
+    r["S1 build"] = timed(lambda: sh(A.binary, "build", src, "-o", dist))
+    mnt, cache = f"{A.work}/mnt-s1", f"{A.work}/cache-s1"
+    os.makedirs(mnt)
+    drop_caches()
+    t = time.perf_counter()
+    p = start([A.binary, "mount", origin + "/s1/", mnt, "--cache", cache, "--foreground"], mnt, log=f"{A.work}/s1.log")
+    wait_for(lambda: os.path.ismount(mnt) or p.poll() is not None, 300, "S1 mount")
+    os.stat(mnt)
+    r["S1 mount"] = time.perf_counter() - t
+    r["S1 rss mount"] = vmrss(p.pid)
+    out = {}
+    r["S1 find"] = timed(lambda: out.setdefault("n", subprocess.run(f"find {mnt} | wc -l", shell=True, capture_output=True, text=True, check=True).stdout.strip()))
+    r["S1 entries"] = int(out["n"])
+    r["S1 rss find"] = vmrss(p.pid)
+    stop(p, mnt)
+    return r
+
+
+# --- the table
+
+def table(res, scale, has_rclone):
+    cols = ["native", "odrfs", "rclone"] if has_rclone else ["native", "odrfs"]
+    nat, od = res["native"], res["odrfs"]
+
+    def ratio(sys_, key, higher_better):
+        v, n = res[sys_][key], nat[key]
+        if not n or not v:
+            return ""
+        return f"{v / n:.2f}x" if higher_better else f"{v / n:.1f}x"
+
+    rows = []   # (workload, unit, key, higher_better, bar, met)
+    req = lambda key: lambda sys_: f"{res[sys_][key]}" if key in res[sys_] else ""
+    rows.append((f"W1 cold level load ({od['W1 files']} files)", "s", "W1", False, "<= 0.3 s, 1 req", od["W1"] <= 0.3 and od["W1 req"] == 1))
+    rows.append(("W1 origin requests", "req", None, req("W1 req"), "", None))
+    rows.append(("W2 warm level load", "s", "W2", False, "", None))
+    rows.append(("W3 cold first 4 KiB of big file", "s", "W3", False, "<= 0.15 s", od["W3"] <= 0.15))
+    rows.append(("W4 warm seq read, first", "MB/s", "W4 first", True, ">= 0.8x native", od["W4 first"] >= 0.8 * nat["W4 first"]))
+    rows.append(("W4 warm seq read, repeat", "MB/s", "W4 repeat", True, ">= 0.8x native", od["W4 repeat"] >= 0.8 * nat["W4 repeat"]))
+    rows.append(("W5 warm random 4 KiB preads", "IOPS", "W5", True, ">= 0.8x native", od["W5"] >= 0.8 * nat["W5"]))
+    rows.append(("W6 ls -lR tree, first", "s", "W6 cold", False, "", None))
+    rows.append(("W6 ls -lR tree, warm", "s", "W6", False, "<= 1x native, 0 req", od["W6"] <= nat["W6"] and od["W6 req"] == 0))
+    rows.append(("W6 stat every file (os.walk)", "s", "W6 stat", False, "", None))
+    rows.append(("W6 origin data requests", "req", None, req("W6 req"), "", None))
+    rows.append(("W7 32 cold readers, 8 levels", "s", "W7", False, "<= 0.5 s, 8 req", od["W7"] <= 0.5 and od["W7 req"] == 8))
+    rows.append(("W7 origin requests", "req", None, req("W7 req"), "", None))
+    rows.append(("W7 most requests for one pack", "req", None, req("W7 max/pack"), "", None))
+    header = ["workload", "unit"] + [c for col in cols for c in ([col] if col == "native" else [col, "/native"])] + ["ODRFS bar", "met"]
+    out = []
+    for name, unit, key, hb, bar, met in rows:
+        line = [name, unit]
+        for col in cols:
+            if key is None:
+                line.append("" if col == "native" else hb(col))
+                if col != "native":
+                    line.append("")
+                continue
+            v = res[col][key]
+            line.append(f"{v:,.0f}" if unit in ("MB/s", "IOPS") else f"{v:.3f}")
+            if col != "native":
+                line.append(ratio(col, key, hb))
+        line += [bar, "" if met is None else ("yes" if met else "NO")]
+        out.append(line)
+    s = scale
+    extra = [""] * 2 if has_rclone else []
+    s1 = lambda name, unit, value, bar="", met=None: out.append(
+        [name, unit, "", value, ""] + extra + [bar, "" if met is None else ("yes" if met else "NO")])
+    s1(f"S1 mount, {s['S1 files']:,} files", "s", f"{s['S1 mount']:.2f}", "< 5 s", s["S1 mount"] < 5)
+    s1("S1 daemon VmRSS after mount", "MiB", f"{s['S1 rss mount']:.0f}", "< 300 MiB", s["S1 rss mount"] < 300)
+    s1(f"S1 find | wc -l ({s['S1 entries']:,})", "s", f"{s['S1 find']:.2f}")
+    s1("S1 daemon VmRSS after find", "MiB", f"{s['S1 rss find']:.0f}", "< 300 MiB", s["S1 rss find"] < 300)
+    s1("S1 odrfs build of that tree", "s", f"{s['S1 build']:.1f}")
+    widths = [max(len(str(r[i])) for r in out + [header]) for i in range(len(header))]
+    fmt = lambda r: "| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths)) + " |"
+    print(fmt(header))
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for line in out:
+        print(fmt(line))
+
+
+def main():
+    global A
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--binary", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--preadbench", required=True)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--latency-ms", type=int, default=20)
+    ap.add_argument("--no-rclone", action="store_true")
+    ap.add_argument("--s1-files", type=int, default=1_000_000)
+    ap.add_argument("--s1-packs", type=int, default=10_000)
+    A = ap.parse_args()
+    # SIGTERM (from run.sh's trap) unwinds through the finally below, tearing down.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    t0 = time.perf_counter()
+    say = lambda m: print(f"[{time.perf_counter() - t0:7.1f}s] {m}", file=sys.stderr, flush=True)
+    try:
+        say("generating the bundle")
+        sh(sys.executable, f"{HERE}/gen_bundle.py", "main", f"{A.work}/src", *(["--quick"] if A.quick else []))
+        sh(A.binary, "build", f"{A.work}/src", "-o", f"{A.work}/dist")
+        origin = start_origin()
+        systems = [Native(), ODRFS(origin)]
+        if not A.no_rclone and shutil.which("rclone"):
+            systems.append(Rclone(origin))
+        res = {}
+        for s in systems:
+            say(f"workloads on {s.name}")
+            res[s.name] = run_system(s)
+        say("S1 scale")
+        scale = run_scale(origin)
+        say("done")
+        print(f"\nODRFS benchmark: latency {A.latency_ms} ms per request, {'quick' if A.quick else 'full'} dataset, "
+              f"{os.cpu_count()} CPUs, kernel {os.uname().release}\n")
+        table(res, scale, len(systems) == 3)
+    finally:
+        for p, m in reversed(list(PROCS)):
+            stop(p, m)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""Writes the deterministic synthetic resource trees the benchmark bundles.
+
+Every byte comes from random.Random(seed), so the same arguments always give the
+same tree (and `odrfs build` then gives a byte-identical dist dir).
+
+  gen_bundle.py main DIR [--quick]   levels, a big file and a metadata tree
+  gen_bundle.py scale DIR FILES PACKS   S1: many empty files in many packs
+"""
+import os
+import random
+import sys
+
+SEED = 20261122
+
+
+def write(path, data):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def main_tree(root, quick):
+    """8 levels x 400 small files (4-64 KiB), a 256 MiB file, a 20,000-file tree.
+
+    Each level, the big file and each 1,000 files of the tree get their own tag, so
+    nothing is in the base pack and every pack starts remote."""
+    rng = random.Random(SEED)
+    levels, per_level = 8, (6 if quick else 400)
+    big_bytes = (4 if quick else 256) << 20
+    tree_files = 1_000 if quick else 20_000
+    tags = {}
+    for level in range(1, levels + 1):
+        tags[f"Level{level}"] = [f"Levels/{level}/**"]
+        for i in range(per_level):
+            size = rng.randint(4 << 10, 64 << 10)
+            write(f"{root}/Levels/{level}/asset{i:04d}.bin", rng.randbytes(size))
+    tags["Big"] = ["Big/**"]
+    os.makedirs(f"{root}/Big", exist_ok=True)
+    with open(f"{root}/Big/big.bin", "wb") as f:
+        block = random.Random(SEED + 1).randbytes(1 << 20)  # 1 MiB, rotated per MiB
+        for mib in range(big_bytes >> 20):
+            k = (mib * 4099) % len(block)
+            f.write(block[k:] + block[:k])
+    # 20 dirs x 50 subdirs x 20 files; tiny files; one tag per 1,000 files.
+    per_dir = 20
+    for n in range(tree_files):
+        top, sub = n // 1000, (n // per_dir) % 50
+        write(f"{root}/Tree/t{top:02d}/s{sub:02d}/f{n:05d}.txt", b"x" * rng.randint(0, 200))
+    for top in range((tree_files + 999) // 1000):
+        tags[f"Tree{top:02d}"] = [f"Tree/t{top:02d}/**"]
+    write_spec(root, tags)
+
+
+def scale_tree(root, files, packs):
+    """`files` empty files in `packs` packs, from only a few dozen tags.
+
+    `odrfs build` matches every file (and each of its ancestors) against every
+    pattern, so 10,000 one-pack tags would cost 10^10 matches for a million files.
+    Instead pack p lives under S/d1/d2/.../dK, the decimal digits of p, and tag Dkv
+    matches "digit k is v": each pack has its own tag set, so its own pack, from
+    10*K patterns, and the tree stays shallow (matching cost grows with depth)."""
+    digits = max(1, len(str(packs - 1)))
+    per_pack = max(1, files // packs)
+    for p in range(packs):
+        d = root + "/S/" + "/".join(f"{p:0{digits}d}")
+        os.makedirs(d, exist_ok=True)
+        for i in range(per_pack):
+            open(f"{d}/f{i:04d}", "wb").close()
+    tags = {f"D{k}{v}": ["S/" + "*/" * k + f"{v}/**"] for k in range(digits) for v in range(10)}
+    write_spec(root, tags)
+
+
+def write_spec(root, tags):
+    # JSON is YAML; the tag spec lives beside the tree, as odr.yaml.
+    lines = ["tags:"] + [f'  {t}: [{", ".join(chr(34) + g + chr(34) for g in globs)}]' for t, globs in tags.items()]
+    write(f"{root}/odr.yaml", ("\n".join(lines) + "\n").encode())
+
+
+if __name__ == "__main__":
+    kind, root = sys.argv[1], sys.argv[2]
+    if kind == "main":
+        main_tree(root, "--quick" in sys.argv)
+    else:
+        scale_tree(root, int(sys.argv[3]), int(sys.argv[4]))

@@ -1,0 +1,37 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// Keeps `Benchmarks/run.sh` from rotting: the whole benchmark on its tiny dataset,
+/// against the odrfs binary this test run built (no release build, no timing asserted).
+@Suite(.serialized, .enabled(if: FUSEAvailability.shouldRun))
+struct BenchmarkSmokeTests {
+    /// The repository root, from this file's path (Tests/MountTests/<this file>).
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+
+    @Test(.timeLimit(.minutes(3)))
+    func quickRunPrintsEveryWorkload() throws {
+        let output = NSTemporaryDirectory() + "/odrfs-bench-smoke-\(UUID().uuidString)"
+        defer {
+            unlink(output + ".out")
+            unlink(output + ".err")
+        }
+        let child = try ChildProcess(
+            "/bin/bash",
+            [Self.repository + "/Benchmarks/run.sh", "--quick", "--no-rclone", "--latency-ms", "0", "--binary", MountFixture.binary],
+            stdout: output + ".out", stderr: output + ".err")
+        let finished = child.wait(timeout: .seconds(170))
+        if !finished {
+            // SIGTERM lets run.sh's trap unmount and stop what it started.
+            child.signal(SIGTERM)
+            if !child.wait(timeout: .seconds(5)) { child.stop() }
+        }
+        let table = (try? String(contentsOfFile: output + ".out", encoding: .utf8)) ?? ""
+        let errors = (try? String(contentsOfFile: output + ".err", encoding: .utf8)) ?? ""
+        try #require(finished, "run.sh did not finish in time\n\(errors)")
+        #expect(child.terminationStatus == 0, "run.sh failed:\n\(errors)\n\(table)")
+        for row in ["| W1 ", "| W2 ", "| W3 ", "| W4 ", "| W5 ", "| W6 ", "| W7 ", "| S1 mount", "| S1 daemon VmRSS", "| S1 find"] {
+            #expect(table.contains(row), "no \(row) row in:\n\(table)")
+        }
+    }
+}
