@@ -49,7 +49,7 @@ struct MountCommand: AsyncParsableCommand {
     var fetchTimeout: Double = 30
 
     @Option(name: .long, help: "Packs downloading at once.")
-    var maxDownloads: Int = 4
+    var maxDownloads: Int = 8
 
     @Flag(name: .long, help: "Stay in the foreground and log to stderr.")
     var foreground = false

@@ -15,7 +15,7 @@ public struct MountConfiguration: Sendable {
     /// `--token-file`, `--ca-file` and `--fetch-timeout` for HTTP(S) origins.
     public var originOptions = OriginOptions()
     /// `--max-downloads`: packs downloading at once.
-    public var maximumConcurrentDownloads = 4
+    public var maximumConcurrentDownloads = 8
     /// `--cache-size`, `--min-free` and `--max-in-use`.
     public var limits = CacheLimits()
     /// The largest manifest accepted from an origin; guards against a hostile origin.

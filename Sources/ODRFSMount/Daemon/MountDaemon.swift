@@ -126,6 +126,26 @@ public final class MountDaemon: Sendable {
         logger.info("mounted", metadata: ["mountpoint": "\(mountpoint)"])
     }
 
+    /// Readahead for the mount, in KiB. The kernel gives a FUSE mount 128 KiB, which
+    /// turns a sequential read into 128 KiB requests; 4 MiB lets it send full 1 MiB
+    /// requests (max_pages) with several in flight. Needs root; failures are harmless.
+    static let readaheadKiB = 4096
+
+    private static func raiseReadahead(mountpoint: String, logger: Logger) {
+        // Not stat(2): the session does not serve requests yet, a stat would hang.
+        // mountinfo's third field is the mount's device, "major:minor".
+        guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8),
+              let line = table.split(separator: "\n").last(where: { $0.split(separator: " ").count > 4 && $0.split(separator: " ")[4] == mountpoint[...] })
+        else { return }
+        let device = line.split(separator: " ")[2]
+        let path = "/sys/class/bdi/\(device)/read_ahead_kb"
+        do {
+            try "\(readaheadKiB)\n".write(toFile: path, atomically: false, encoding: .utf8)
+        } catch {
+            logger.debug("cannot raise readahead", metadata: ["path": "\(path)", "error": "\(error)"])
+        }
+    }
+
     /// Serves requests on a dedicated thread (libfuse blocks it and starts its own
     /// workers; the Swift cooperative pool stays free for downloads) until the mount
     /// goes away, then tears the session down.
@@ -134,6 +154,15 @@ public final class MountDaemon: Sendable {
         let logger = self.logger
         let maintenance = Task.detached(priority: .utility) { [manager] in await manager.runMaintenance() }
         let prefetch = Task.detached(priority: .background) { [manager, logger] in await Self.prefetch(manager: manager, logger: logger) }
+        // The kernel lowers readahead to what INIT negotiates, which happens once the
+        // loop below runs: raise it afterwards (twice, in case the loop starts late).
+        let readahead = Task.detached(priority: .utility) { [mountpoint, logger] in
+            for delay in [Duration.milliseconds(300), .seconds(2)] {
+                try? await Task.sleep(for: delay)
+                if Task.isCancelled { return }
+                Self.raiseReadahead(mountpoint: mountpoint, logger: logger)
+            }
+        }
         await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in
             let thread = Thread {
                 do {
@@ -149,6 +178,7 @@ public final class MountDaemon: Sendable {
         }
         // Clients' held requests end with their connections.
         await control.stop()
+        readahead.cancel()
         prefetch.cancel()
         maintenance.cancel()
         manager.shutdown()

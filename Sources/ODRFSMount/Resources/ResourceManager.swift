@@ -93,7 +93,7 @@ public final class ResourceManager: Sendable {
         store: PackStore,
         downloader: PackDownloader,
         limits: CacheLimits = CacheLimits(),
-        maximumConcurrentDownloads: Int = 4,
+        maximumConcurrentDownloads: Int = 8,
         logger: Logger,
         clock: @escaping @Sendable () -> Date = Date.init,
         availableBytes: (@Sendable () -> Int64?)? = nil
