@@ -11,7 +11,7 @@ struct MountControlTests {
     func requestAndConditional() throws {
         let fixture = try MountFixture()
         try fixture.buildTestBundle()
-        let nginx = try NginxOrigin(serving: fixture.dist, in: fixture.root + "/nginx")
+        let nginx = try OriginKind.nginx.start(serving: fixture.dist, in: fixture.root + "/nginx")
         try fixture.mount(origin: nginx.url)
         let before = nginx.packRequests.count
 

@@ -57,7 +57,7 @@ struct MountHTTPTests {
     func originDownAndBack() throws {
         let fixture = try MountFixture()
         try fixture.buildTestBundle()
-        var nginx: NginxOrigin? = try NginxOrigin(serving: fixture.dist, in: fixture.root + "/nginx")
+        var nginx: NginxOrigin? = try onFreePort { try NginxOrigin(serving: fixture.dist, in: fixture.root + "/nginx-\($0)", port: $0) }
         let url = nginx!.url
         try fixture.mount(origin: url, extra: ["--fetch-timeout", "2"])
         nginx = nil
@@ -87,15 +87,8 @@ struct MountHTTPTests {
         let token = "s3cr3t-\(UUID().uuidString)"
         let tokenFile = fixture.root + "/token"
         try (token + "\n").write(toFile: tokenFile, atomically: true, encoding: .utf8)
-        let port = Int.random(in: 20_000..<60_000)
-        let serveLog = fixture.root + "/serve.log"
-        let server = try ChildProcess(MountFixture.binary, ["serve", fixture.dist, "--port", String(port), "--token-file", tokenFile], stdout: fixture.root + "/serve.out", stderr: serveLog)
-        defer {
-            server.signal(SIGTERM)
-            if !server.wait(timeout: .seconds(10)) { server.stop() }
-        }
-        #expect(eventually { (try? String(contentsOfFile: fixture.root + "/serve.out", encoding: .utf8))?.contains("Serving") == true })
-        let url = "http://127.0.0.1:\(port)/"
+        let server = try onFreePort { try ServeOrigin(serving: fixture.dist, in: fixture.root + "/serve-\($0)", port: $0, tokenFile: tokenFile) }
+        let url = server.url
 
         let refused = try fixture.odrfs(["mount", url, fixture.mountpoint, "--cache", fixture.cache, "--fetch-timeout", "5"])
         #expect(refused.status == 1)
@@ -108,7 +101,7 @@ struct MountHTTPTests {
         let commandLine = (try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8)) ?? ""
         #expect(!commandLine.contains(token), "the token is in the process listing")
         #expect(!fixture.log.contains(token), "the token is in the mount log")
-        let serverLog = (try? String(contentsOfFile: serveLog, encoding: .utf8)) ?? ""
+        let serverLog = server.logText
         #expect(!serverLog.contains(token), "the token is in the server log")
         #expect(serverLog.contains("401"), "the refused mount left no trace in the access log")
     }
@@ -137,7 +130,7 @@ struct MountHTTPTests {
     func offlineMount() throws {
         let fixture = try MountFixture()
         try fixture.buildTestBundle()
-        var origin: NginxOrigin? = try NginxOrigin(serving: fixture.dist, in: fixture.root + "/nginx")
+        var origin: NginxOrigin? = try onFreePort { try NginxOrigin(serving: fixture.dist, in: fixture.root + "/nginx-\($0)", port: $0) }
         let url = origin!.url
         try fixture.mount(origin: url, extra: ["--fetch-timeout", "2"])
         _ = try Command.run("/bin/cat", [fixture.mountpoint + "/levels/2/map.dat"])

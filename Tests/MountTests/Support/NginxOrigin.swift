@@ -42,9 +42,14 @@ final class NginxOrigin {
             """
         try config.write(toFile: directory + "/nginx.conf", atomically: true, encoding: .utf8)
         process = try ChildProcess("/usr/sbin/nginx", ["-c", directory + "/nginx.conf", "-p", directory], stderr: directory + "/stderr.log")
-        let ready = eventually(timeout: .seconds(10)) {
+        let process = self.process
+        let connectable = {
             (try? Command.run("/usr/bin/env", ["python3", "-c", "import socket; socket.create_connection(('127.0.0.1', \(port)), 1)"]))?.status == 0
         }
+        // Stop waiting as soon as nginx exits (e.g. the port is taken): the caller retries.
+        var ready = eventually(timeout: .seconds(10)) { !process.isRunning || connectable() }
+        usleep(100_000)
+        ready = ready && process.isRunning
         if !ready {
             process.stop()
             let errors = (try? String(contentsOfFile: directory + "/stderr.log", encoding: .utf8)) ?? ""

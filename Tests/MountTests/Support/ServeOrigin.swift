@@ -17,14 +17,30 @@ enum OriginKind: String, CaseIterable, CustomStringConvertible {
     var description: String { rawValue }
 
     func start(serving dist: String, in directory: String) throws -> any TestOrigin {
-        switch self {
-        case .nginx: return try NginxOrigin(serving: dist, in: directory)
-        case .odrfsServe: return try ServeOrigin(serving: dist, in: directory)
+        try onFreePort { port in
+            switch self {
+            case .nginx: return try NginxOrigin(serving: dist, in: directory + "-\(port)", port: port)
+            case .odrfsServe: return try ServeOrigin(serving: dist, in: directory + "-\(port)", port: port)
+            }
         }
     }
 }
 
 extension NginxOrigin: TestOrigin {}
+
+/// Runs `start` on random high ports until one is free (another test or program may
+/// hold the first one picked); at most five tries.
+func onFreePort<T>(_ start: (Int) throws -> T) throws -> T {
+    var lastError: (any Error)?
+    for _ in 0..<5 {
+        do {
+            return try start(Int.random(in: 20_000..<60_000))
+        } catch {
+            lastError = error
+        }
+    }
+    throw lastError!
+}
 
 /// `odrfs serve` as a child process, its access log read from its stderr.
 final class ServeOrigin: TestOrigin {
@@ -41,7 +57,10 @@ final class ServeOrigin: TestOrigin {
         var arguments = ["serve", dist, "--port", String(port)]
         if let tokenFile { arguments += ["--token-file", tokenFile] }
         process = try ChildProcess(MountFixture.binary, arguments, stdout: directory + "/serve.out", stderr: log)
-        let ready = eventually { (try? String(contentsOfFile: directory + "/serve.out", encoding: .utf8))?.contains("Serving") == true }
+        let process = self.process
+        let serving = { (try? String(contentsOfFile: directory + "/serve.out", encoding: .utf8))?.contains("Serving") == true }
+        // Stop waiting as soon as it exits (e.g. the port is taken): the caller retries.
+        let ready = eventually { serving() || !process.isRunning } && serving()
         if !ready {
             process.stop()
             throw NginxOrigin.NginxError(message: "odrfs serve did not start: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
