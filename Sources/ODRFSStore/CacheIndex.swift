@@ -57,6 +57,11 @@ public final class CacheIndex: Sendable {
         try access { db in try CachedPack.fetchAll(db) }
     }
 
+    /// The row of one pack, if it is recorded.
+    public func pack(sha256: String) throws(StoreError) -> CachedPack? {
+        try access { db in try CachedPack.fetchOne(db, key: sha256) }
+    }
+
     public func save(_ pack: CachedPack) throws(StoreError) {
         try access { db in try pack.save(db) }
     }

@@ -68,7 +68,7 @@ public final class PackStore: Sendable {
     /// Whether `pack` is recorded in the index and its file is in place (a verified copy).
     public func contains(_ pack: PackDescriptor) -> Bool {
         guard FileIdentity.of(path: layout.path(of: pack)) != nil else { return false }
-        return ((try? index.allPacks()) ?? []).contains { $0.sha256 == pack.sha256.hex }
+        return (try? index.pack(sha256: pack.sha256.hex)) != nil
     }
 
     /// Whether a verified copy of the file index is in the cache.
@@ -142,17 +142,6 @@ public final class PackStore: Sendable {
             throw error
         }
         return record
-    }
-
-    /// Deletes a cached pack file and its index row (eviction, or a copy proven corrupt).
-    /// The file goes first: a crash in between leaves a row without a file, which
-    /// reconciliation turns back into "not downloaded".
-    public func removePack(sha256: String) throws(StoreError) {
-        let path = layout.packsDirectory + "/" + sha256 + ".tar"
-        if unlink(path) != 0 && errno != ENOENT {
-            throw StoreError.system("cannot delete cached pack", path: path)
-        }
-        try index.removePack(sha256: sha256)
     }
 
     /// Bytes available to unprivileged users on the cache's filesystem (statvfs), if known.

@@ -22,11 +22,6 @@ extension ResourceManager {
         }
     }
 
-    /// Asks the purger to run now.
-    public func wakePurger(reason: String) {
-        purgerWakeups.yield(reason)
-    }
-
     /// Writes pending access times and counts to the cache index (batched: opens do
     /// not each cost a database write). Called by the purger and at shutdown.
     public func saveAccesses() {
