@@ -25,8 +25,12 @@ public struct ConnectionConfiguration: Sendable {
     public var parallelDirectoryOperations = true
     /// Let the kernel cache readlink results (`FUSE_CAP_CACHE_SYMLINKS`).
     public var cacheSymlinks = true
-    /// Tell the kernel that an `ENOSYS` reply to opendir means "no opendir
-    /// needed" (`FUSE_CAP_NO_OPENDIR_SUPPORT`), saving a round trip per listing.
+    /// Skip opendir and releasedir (`FUSE_CAP_NO_OPENDIR_SUPPORT`, Linux 5.1+):
+    /// FUSEKit answers the first opendir with `ENOSYS` itself, and the kernel
+    /// then opens directories locally with their listings cached
+    /// (`keep_cache` and `cache_readdir`), saving two round trips per listing.
+    /// Only for filesystems whose directories never change while mounted;
+    /// `openDirectory` and `releaseDirectory` are then never called.
     public var noOpenDirectorySupport = false
     /// Invalidate cached data when a file's mtime changes (`FUSE_CAP_AUTO_INVAL_DATA`).
     public var autoInvalidateData: Bool? = nil

@@ -17,6 +17,10 @@ final class SessionContext: Sendable {
     let gate = ReplyGate()
     let registry = RequestRegistry()
     private let destroyed = Atomic<Bool>(false)
+    /// Set at `init` when the kernel agreed to `FUSE_CAP_NO_OPENDIR_SUPPORT`:
+    /// opendir is then answered ENOSYS without asking the filesystem, which
+    /// the kernel takes as "never send opendir or releasedir again".
+    let skipsDirectoryOpens = Atomic<Bool>(false)
 
     init(fileSystem: any FUSEFileSystem, logger: Logger) {
         self.fileSystem = fileSystem
@@ -58,6 +62,8 @@ final class SessionContext: Sendable {
         var configuration = ConnectionConfiguration()
         fileSystem.configure(&configuration)
         configuration.apply(to: &connection)
+        let noOpendir = UInt32(bitPattern: FUSE_CAP_NO_OPENDIR_SUPPORT)
+        skipsDirectoryOpens.store(connection.want & noOpendir != 0, ordering: .releasing)
         logger.debug(
             "FUSE connection initialised",
             metadata: [

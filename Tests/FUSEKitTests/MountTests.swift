@@ -43,6 +43,48 @@ struct MountTests {
         }
     }
 
+    /// Without no-opendir every listing costs an opendir and a releasedir and
+    /// is read again; with it neither is ever called and the second listing
+    /// comes from the kernel's readdir cache.
+    @Test(arguments: [false, true])
+    func noOpendirSkipsDirectoryOpensAndCachesListings(skipDirectoryOpens: Bool) throws {
+        try withTestMount(skipDirectoryOpens: skipDirectoryOpens) { mount in
+            let first = runTool("/usr/bin/ls", ["-1", mount.path("many")])
+            #expect(first.stdout.split(separator: "\n").count == TestFileSystem.manyCount, "\(first.stderr)")
+            let afterFirst = mount.fileSystem.events.withLock { $0.readdirPlusFlags.count }
+            #expect(afterFirst > 0)
+            let second = runTool("/usr/bin/ls", ["-1", mount.path("many")])
+            #expect(second.stdout == first.stdout)
+            let events = mount.fileSystem.events.withLock { $0 }
+            if skipDirectoryOpens {
+                #expect(events.openDirectoryCalls == 0)
+                #expect(events.readdirPlusFlags.count == afterFirst, "the second listing came from the kernel's cache")
+            } else {
+                #expect(events.openDirectoryCalls >= 2)
+                #expect(events.readdirPlusFlags.count > afterFirst, "no cache_readdir: listed again")
+            }
+            _ = waitUntil(timeout: 2) { mount.fileSystem.events.withLock { $0.releaseDirectoryCalls } == events.openDirectoryCalls }
+            #expect(mount.fileSystem.events.withLock { $0.releaseDirectoryCalls } == events.openDirectoryCalls)
+        }
+    }
+
+    /// flush, fsync and fsyncdir answer ENOSYS, which the kernel reports to
+    /// the caller as success (and then stops sending): close, fsync and
+    /// fdatasync of files and directories all succeed, every time.
+    @Test func syncAndCloseSucceedWithoutARoundTrip() throws {
+        try withTestMount { mount in
+            for _ in 0..<2 {
+                let file = runTool("/usr/bin/sync", [mount.path("hello.txt")])
+                #expect(file.succeeded, "\(file.stderr)")
+                let data = runTool("/usr/bin/sync", ["--data", mount.path("dir/nested.txt")])
+                #expect(data.succeeded, "\(data.stderr)")
+                let directory = runTool("/usr/bin/sync", [mount.path("dir")])
+                #expect(directory.succeeded, "\(directory.stderr)")
+                #expect(runTool("/usr/bin/cat", [mount.path("hello.txt")]).stdout == "Hello, FUSE!\n")
+            }
+        }
+    }
+
     @Test func readsContentsThroughFilesAndSymlinks() throws {
         try withTestMount { mount in
             #expect(runTool("/usr/bin/cat", [mount.path("hello.txt")]).stdout == "Hello, FUSE!\n")

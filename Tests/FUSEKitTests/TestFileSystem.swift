@@ -39,6 +39,8 @@ final class TestFileSystem: FUSEFileSystem {
         var rejectedOperations: [String] = []
         /// The `plus` flag of every readdir request, in order.
         var readdirPlusFlags: [Bool] = []
+        var openDirectoryCalls = 0
+        var releaseDirectoryCalls = 0
         var destroyed = false
     }
 
@@ -58,10 +60,16 @@ final class TestFileSystem: FUSEFileSystem {
     let slowOpenDelay: Duration
     /// False makes the kernel use plain readdir, exercising the other DirectoryBuffer path.
     let readdirPlus: Bool
+    /// Asks for `noOpenDirectorySupport`.
+    let skipDirectoryOpens: Bool
 
-    init(descriptor: Int32, descriptorSize: UInt64, slowOpenDelay: Duration = .milliseconds(200), readdirPlus: Bool = true) {
+    init(
+        descriptor: Int32, descriptorSize: UInt64, slowOpenDelay: Duration = .milliseconds(200),
+        readdirPlus: Bool = true, skipDirectoryOpens: Bool = false
+    ) {
         self.slowOpenDelay = slowOpenDelay
         self.readdirPlus = readdirPlus
+        self.skipDirectoryOpens = skipDirectoryOpens
         var nodes: [InodeNumber: Node] = [:]
         var next: UInt64 = 2
         func add(_ content: Content, mode: UInt32, size: UInt64 = 0) -> InodeNumber {
@@ -96,6 +104,17 @@ final class TestFileSystem: FUSEFileSystem {
 
     func configure(_ connection: inout ConnectionConfiguration) {
         connection.readdirPlus = readdirPlus
+        connection.noOpenDirectorySupport = skipDirectoryOpens
+    }
+
+    func openDirectory(inode: InodeNumber, request: consuming FUSERequest) {
+        events.withLock { $0.openDirectoryCalls += 1 }
+        request.replyOpen(handle: FileHandleID(rawValue: 7), options: OpenReplyOptions())
+    }
+
+    func releaseDirectory(inode: InodeNumber, handle: FileHandleID, request: consuming FUSERequest) {
+        events.withLock { $0.releaseDirectoryCalls += 1 }
+        request.replySuccess()
     }
 
     func lookup(parent: InodeNumber, name: String, request: consuming FUSERequest) {

@@ -49,6 +49,12 @@ public final class BundleFileSystem: FUSEFileSystem {
         connection.asyncRead = true
         connection.parallelDirectoryOperations = true
         connection.cacheSymlinks = true
+        // The tree is fixed for the life of the mount: listings can live in
+        // the kernel's cache with no opendir/releasedir round trips (W6).
+        connection.noOpenDirectorySupport = true
+        // Files never change either (content-addressed packs), so reads need
+        // not check attributes for an mtime change (W5's 4 KiB preads).
+        connection.autoInvalidateData = false
     }
 
     public func rejectMutation(_ operation: String, request: consuming FUSERequest) {
