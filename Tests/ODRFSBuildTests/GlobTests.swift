@@ -40,6 +40,10 @@ import Testing
         ("./x", "x", true),
         ("a//b", "a/b", true),
         ("Level?/**/*.png", "Level2/maps/big/m.png", true),
+        // Names are compared by their scalars: a precomposed é is not e + combining accent.
+        ("Caf\u{E9}/**", "Cafe\u{301}/menu.txt", false),
+        ("Caf\u{E9}/**", "Caf\u{E9}/menu.txt", true),
+        ("Caf?/x", "Cafe\u{301}/x", false),
     ]
 
     @Test(arguments: cases)
@@ -53,6 +57,24 @@ import Testing
         #expect(glob.matchesSelfOrAncestor(["Shared", "Forest"]))
         #expect(!glob.matchesSelfOrAncestor(["Shared", "Forestry", "a"]))
         #expect(try Glob("Shar*").matchesSelfOrAncestor(["Shared", "x"]))
+    }
+
+    /// `matchesSelfOrAncestor` runs in one pass; it must agree with its definition, "the
+    /// pattern matches the path or one of its ancestors", on every pattern and path.
+    @Test func oneCoveringPassAgreesWithMatchingEveryAncestor() throws {
+        let segments = ["a", "b", "ab", "*", "?", "**", "[ab]", "a*", "*b"]
+        let names = ["a", "b", "ab", "ba", "abc"]
+        var rng = SystemRandomNumberGenerator()
+        var checked = 0
+        for _ in 0..<3_000 {
+            let pattern = (0..<Int.random(in: 1...4, using: &rng)).map { _ in segments.randomElement(using: &rng)! }
+            let path = (0..<Int.random(in: 1...5, using: &rng)).map { _ in names.randomElement(using: &rng)! }
+            let glob = try Glob(pattern.joined(separator: "/"))
+            let byDefinition = (1...path.count).contains { glob.matches(Array(path.prefix($0))) }
+            #expect(glob.matchesSelfOrAncestor(path) == byDefinition, "\(pattern) against \(path)")
+            checked += byDefinition ? 1 : 0
+        }
+        #expect(checked > 100, "the random cases include matches")
     }
 
     @Test(arguments: ["", "/abs/**", "a/../b", "..", "a[", "a\\", "[b-a]", "a/\0", "."])
