@@ -45,7 +45,7 @@ public final class FUSESession: @unchecked Sendable {
     /// Creates the session (`fuse_session_new`); nothing is mounted yet.
     public init(fileSystem: some FUSEFileSystem, options: MountOptions, logger: Logger) throws(FUSEError) {
         LibfuseLog.install(logger: logger)
-        let context = SessionContext(fileSystem: fileSystem, logger: logger)
+        let context = SessionContext(fileSystem: fileSystem, maxRead: options.effectiveMaxRead, logger: logger)
         let userdata = Unmanaged.passRetained(context)
         var operations = LowLevelOperations.make()
         let (created, errors) = LibfuseLog.capturingErrors {

@@ -22,8 +22,12 @@ final class SessionContext: Sendable {
     /// the kernel takes as "never send opendir or releasedir again".
     let skipsDirectoryOpens = Atomic<Bool>(false)
 
-    init(fileSystem: any FUSEFileSystem, logger: Logger) {
+    /// The mount's `max_read=`, which libfuse 3.14 insists `init` repeats.
+    let maxRead: Int?
+
+    init(fileSystem: any FUSEFileSystem, maxRead: Int?, logger: Logger) {
         self.fileSystem = fileSystem
+        self.maxRead = maxRead
         self.logger = logger
     }
 
@@ -62,6 +66,9 @@ final class SessionContext: Sendable {
         var configuration = ConnectionConfiguration()
         fileSystem.configure(&configuration)
         configuration.apply(to: &connection)
+        if let maxRead {
+            connection.max_read = UInt32(clamping: maxRead)
+        }
         let noOpendir = UInt32(bitPattern: FUSE_CAP_NO_OPENDIR_SUPPORT)
         skipsDirectoryOpens.store(connection.want & noOpendir != 0, ordering: .releasing)
         logger.debug(

@@ -33,6 +33,23 @@ struct SetupTests {
         #expect(options.arguments == ["odrfs", "-o", "fsname=a\\,b\\\\c,subtype=odrfs,ro,allow_other,default_permissions,max_read=131072"])
     }
 
+    /// Reads must fit the splice pipe libfuse can grow (reply + 3 pages, rounded up
+    /// to a power of two pages, at most pipe-max-size), or every large reply is copied.
+    @Test func defaultMaxReadKeepsRepliesOnTheSplicePath() {
+        #expect(MountOptions.spliceSafeMaxRead(pipeMaxSize: 1 << 20) == (1 << 20) - 16384)
+        #expect(MountOptions.spliceSafeMaxRead(pipeMaxSize: 2 << 20) == 1 << 20)
+        #expect(MountOptions.spliceSafeMaxRead(pipeMaxSize: 1_500_000) == (1 << 20) - 16384)
+        #expect(MountOptions.spliceSafeMaxRead(pipeMaxSize: 4096) == 4096)
+        for pipeMax in [65536, 1 << 20, 3 << 20] {
+            let maxRead = MountOptions.spliceSafeMaxRead(pipeMaxSize: pipeMax)
+            var pipe = 4096
+            while pipe < maxRead + 3 * 4096 + 16 { pipe *= 2 }
+            #expect(pipe <= pipeMax, "a \(maxRead)-byte reply needs a \(pipe)-byte pipe")
+        }
+        let options = MountOptions(fsName: "odrfs", subtype: "odrfs")
+        #expect(options.arguments[2].hasSuffix(",max_read=\(MountOptions.spliceSafeMaxRead())"))
+    }
+
     @Test func attributesConvertToStat() {
         let attributes = FileAttributes(
             inode: InodeNumber(42), mode: UInt32(S_IFREG) | 0o444, size: 1000,
