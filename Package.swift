@@ -144,7 +144,7 @@ let package = Package(
         ]),
         .testTarget(name: "ODRFSMountTests", dependencies: ["ODRFSMount", "ODRFSCore", "ODRFSStore", "ODRFSFetch", "ODRFSBuild", "CFuse3", "TestSupport"]),
         // Real mounts driven through the built `odrfs` binary and real tools.
-        .testTarget(name: "MountTests", dependencies: ["ODRFSCore", "ODRFSMount", "ODRFSControl", "ODRFSClient", "CFuse3", "TestSupport"]),
+        .testTarget(name: "MountTests", dependencies: ["ODRFSCore", "ODRFSMount", "FUSEKit", "ODRFSControl", "ODRFSClient", "CFuse3", "TestSupport"]),
         // The control plane: the socket protocol, its server (driven by a ControlService) and client.
         .target(
             name: "ODRFSControl",

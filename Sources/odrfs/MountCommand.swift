@@ -112,8 +112,15 @@ struct MountCommand: AsyncParsableCommand {
             readiness.fail("\(error)")
             throw ExitCode.failure
         }
-        readiness.succeed()
-        await daemon.run()
+        let ready = await daemon.run { result in
+            switch result {
+            case .success: readiness.succeed()
+            case .failure(let error):
+                logger.error("mount failed", metadata: ["error": "\(error)"])
+                readiness.fail("\(error)")
+            }
+        }
+        if !ready { throw ExitCode.failure }
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import FUSEKit
 import ODRFSCore
 import Testing
 
@@ -39,6 +40,22 @@ struct MountBasicsTests {
         #expect(df.status == 0 && df.output.contains("odrfs"), "\(df.output) \(df.stderr)")
         #expect(fixture.cachedPackFiles == initial, "metadata operations fetched a pack")
         #expect(try fixture.fetches(of: "Level1") == 0)
+    }
+
+    @Test("odrfs mount returns once the mount answers: INIT done, 4 MiB readahead, zero-copy max_read")
+    func mountReturnsWhenServing() throws {
+        let fixture = try MountFixture()
+        try fixture.buildTestBundle()
+        try fixture.mount()
+        // No waiting: the daemon says ready only after a statfs went through the
+        // session, and raises readahead (which INIT resets) before that.
+        let mountinfo = try String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)
+        let fields = try #require(mountinfo.split(separator: "\n").map { $0.split(separator: " ") }
+            .last { $0.count > 4 && $0[4] == fixture.mountpoint[...] })
+        let readahead = try String(contentsOfFile: "/sys/class/bdi/\(fields[2])/read_ahead_kb", encoding: .utf8)
+        #expect(readahead == "4096\n")
+        // Reads just under the splice pipe's size, or libfuse copies every large reply.
+        #expect(fields.joined(separator: " ").contains("max_read=\(MountOptions.spliceSafeMaxRead())"))
     }
 
     @Test("cat of on-demand files is byte-identical and fetches exactly one pack, once")

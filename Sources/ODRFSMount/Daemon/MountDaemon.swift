@@ -5,6 +5,7 @@ import ODRFSControl
 import ODRFSCore
 import ODRFSFetch
 import ODRFSStore
+import Synchronization
 
 /// Brings a mount up and keeps it running: the daemon side of `odrfs mount`.
 ///
@@ -126,6 +127,27 @@ public final class MountDaemon: Sendable {
         logger.info("mounted", metadata: ["mountpoint": "\(mountpoint)"])
     }
 
+    /// Calls the readiness callback exactly once, whichever of the probe and the
+    /// loop's end comes first.
+    private final class ReadinessLatch: Sendable {
+        private let state: Mutex<(callback: (@Sendable (Result<Void, MountError>) -> Void)?, ready: Bool)>
+
+        init(_ callback: @escaping @Sendable (Result<Void, MountError>) -> Void) {
+            state = Mutex((callback, false))
+        }
+
+        func resolve(_ result: Result<Void, MountError>) {
+            let callback = state.withLock { state -> (@Sendable (Result<Void, MountError>) -> Void)? in
+                defer { state.callback = nil }
+                if state.callback != nil, case .success = result { state.ready = true }
+                return state.callback
+            }
+            callback?(result)
+        }
+
+        var wasReady: Bool { state.withLock { $0.ready } }
+    }
+
     /// Readahead for the mount, in KiB. The kernel gives a FUSE mount 128 KiB, which
     /// turns a sequential read into 128 KiB requests; 4 MiB lets it send full 1 MiB
     /// requests (max_pages) with several in flight. Needs root; failures are harmless.
@@ -149,42 +171,54 @@ public final class MountDaemon: Sendable {
     /// Serves requests on a dedicated thread (libfuse blocks it and starts its own
     /// workers; the Swift cooperative pool stays free for downloads) until the mount
     /// goes away, then tears the session down.
-    public func run() async {
+    ///
+    /// `onReady` is called once: with success when the mount answers a `statfs`
+    /// end to end (the kernel's INIT handshake is done and requests are served),
+    /// or with the error if the session stops before that. Returns whether the
+    /// mount ever became ready.
+    @discardableResult
+    public func run(onReady: @escaping @Sendable (Result<Void, MountError>) -> Void = { _ in }) async -> Bool {
         let session = self.session
         let logger = self.logger
         let maintenance = Task.detached(priority: .utility) { [manager] in await manager.runMaintenance() }
         let prefetch = Task.detached(priority: .background) { [manager, logger] in await Self.prefetch(manager: manager, logger: logger) }
-        // The kernel lowers readahead to what INIT negotiates, which happens once the
-        // loop below runs: raise it afterwards (twice, in case the loop starts late).
-        let readahead = Task.detached(priority: .utility) { [mountpoint, logger] in
-            for delay in [Duration.milliseconds(300), .seconds(2)] {
-                try? await Task.sleep(for: delay)
-                if Task.isCancelled { return }
-                Self.raiseReadahead(mountpoint: mountpoint, logger: logger)
-            }
-        }
+        let readiness = ReadinessLatch(onReady)
         await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in
-            let thread = Thread {
+            let loop = Thread {
+                var failure = "the FUSE session stopped before the mount answered"
                 do {
                     try session.run()
                 } catch {
                     logger.error("FUSE session loop failed", metadata: ["error": "\(error)"])
+                    failure = "\(error)"
                 }
                 session.unmountAndDestroy()
+                readiness.resolve(.failure(MountError("\(failure); see the log for libfuse's reason")))
                 finished.resume()
             }
-            thread.name = "fuse-loop"
-            thread.start()
+            loop.name = "fuse-loop"
+            loop.start()
+            // statvfs blocks until the loop has done INIT and a worker answered, or fails
+            // (ENOTCONN) once the session is gone; never before the loop starts.
+            let probe = Thread { [mountpoint] in
+                var statistics = statvfs()
+                guard statvfs(mountpoint, &statistics) == 0 else { return }
+                // The kernel set the mount's readahead at INIT, which is now done.
+                Self.raiseReadahead(mountpoint: mountpoint, logger: logger)
+                readiness.resolve(.success(()))
+            }
+            probe.name = "mount-probe"
+            probe.start()
         }
         // Clients' held requests end with their connections.
         await control.stop()
-        readahead.cancel()
         prefetch.cancel()
         maintenance.cancel()
         manager.shutdown()
         runtime.removePID()
         await origin.shutdown()
         logger.info("unmounted", metadata: ["mountpoint": "\(mountpoint)"])
+        return readiness.wasReady
     }
 
     /// The manifest from the origin; if the origin is unreachable and the cache holds
