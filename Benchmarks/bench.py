@@ -300,6 +300,7 @@ def run_system(s):
                 reqs = requests_since(mark, s.pack_pattern)
                 totals.append(len(reqs))
                 most.append(max((reqs.count(p) for p in set(reqs)), default=0))
+        print(f"  {s.name} W7 rounds: " + ", ".join(f"{t:.3f} s" for t in times), file=sys.stderr)
         r["W7"] = statistics.median(times)
         if s.pack_pattern:
             # Requests must hold in every round, so report the worst.
