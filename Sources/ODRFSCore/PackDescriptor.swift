@@ -1,3 +1,4 @@
+import Crypto
 /// One pack as the manifest describes it: which tag set it holds, where its file is in the dist
 /// dir, and the hashes that let a fetcher verify it whole and chunk by chunk.
 public struct PackDescriptor: Codable, Sendable, Equatable {
@@ -15,6 +16,19 @@ public struct PackDescriptor: Codable, Sendable, Equatable {
     public var chunks: [ContentHash]
     /// Number of regular files in the pack.
     public var files: Int
+
+    /// What a download is verified against, in one digest: SHA-256 over the size (8 bytes,
+    /// little-endian) and every chunk hash (as its 64 hex digits). The cache records it with each pack file, so a
+    /// file verified against one descriptor is trusted only for descriptors with the same
+    /// chunks (see ``PackVerifier``).
+    public var chunkListDigest: ContentHash {
+        var hasher = SHA256()
+        withUnsafeBytes(of: UInt64(bitPattern: bytes.value).littleEndian) { hasher.update(bufferPointer: $0) }
+        for chunk in chunks {
+            hasher.update(data: Array(chunk.hex.utf8))
+        }
+        return ContentHash(digest: hasher.finalize())
+    }
 
     public init(id: PackID, tags: [Tag], file: String, bytes: ByteCount, sha256: ContentHash,
                 chunks: [ContentHash], files: Int) {

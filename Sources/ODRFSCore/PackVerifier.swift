@@ -1,6 +1,14 @@
 /// Checks a pack's bytes against its manifest descriptor while they stream in, so that a reader
 /// never sees an unverified byte. Chunks are compared as soon as they complete: a fetcher can
 /// look at ``firstMismatchedChunk`` to stop a corrupt download early.
+///
+/// Verification is by chunk: every byte is hashed once, into its chunk's SHA-256, and the
+/// pack is right when its size and every chunk hash match. That proves the bytes are the
+/// ones the builder hashed into this descriptor; the whole-pack `sha256` (the file's name)
+/// was computed from the same bytes by `odrfs build`. A hostile manifest could pair one
+/// pack's `sha256` with another content's chunks, so the cache records which chunk list a
+/// file was verified against (``PackDescriptor/chunkListDigest``) and trusts it only for
+/// descriptors with that same list.
 public struct PackVerifier {
     public let expected: PackDescriptor
     private var hasher: ChunkHasher
@@ -9,7 +17,7 @@ public struct PackVerifier {
 
     public init(expected: PackDescriptor, chunkSize: ByteCount) {
         self.expected = expected
-        self.hasher = ChunkHasher(chunkSize: chunkSize)
+        self.hasher = ChunkHasher(chunkSize: chunkSize, wholeDigest: false)
     }
 
     /// Bytes received so far.
@@ -37,14 +45,13 @@ public struct PackVerifier {
 
     /// Throws unless the bytes received are exactly the pack the descriptor describes.
     public func finish() throws(PackVerificationError) {
-        let digests = hasher.finalize()
-        guard digests.bytes == expected.bytes else {
-            throw PackVerificationError(pack: expected.id, kind: .sizeMismatch(expected: expected.bytes, actual: digests.bytes))
+        guard hasher.bytes == expected.bytes.value else {
+            throw PackVerificationError(pack: expected.id, kind: .sizeMismatch(expected: expected.bytes, actual: ByteCount(hasher.bytes)))
         }
-        guard digests.sha256 == expected.sha256 else {
-            let firstBad = zip(digests.chunks, expected.chunks).enumerated().first { $0.element.0 != $0.element.1 }?.offset
-            throw PackVerificationError(pack: expected.id,
-                                        kind: .hashMismatch(expected: expected.sha256, actual: digests.sha256, firstBadChunk: firstBad))
+        let chunks = hasher.finalizeChunks()
+        guard chunks == expected.chunks else {
+            let firstBad = zip(chunks, expected.chunks).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+            throw PackVerificationError(pack: expected.id, kind: .chunkMismatch(chunk: firstBad ?? min(chunks.count, expected.chunks.count)))
         }
     }
 }
@@ -53,9 +60,8 @@ public struct PackVerifier {
 public struct PackVerificationError: Error, CustomStringConvertible, Equatable {
     public enum Kind: Sendable, Equatable {
         case sizeMismatch(expected: ByteCount, actual: ByteCount)
-        /// `firstBadChunk` is nil when every chunk matched but the whole hash did not (only
-        /// possible if the descriptor itself is inconsistent).
-        case hashMismatch(expected: ContentHash, actual: ContentHash, firstBadChunk: Int?)
+        /// The first chunk whose SHA-256 differs from the descriptor's.
+        case chunkMismatch(chunk: Int)
     }
 
     public let pack: PackID
@@ -70,9 +76,8 @@ public struct PackVerificationError: Error, CustomStringConvertible, Equatable {
         switch kind {
         case let .sizeMismatch(expected, actual):
             return "pack '\(pack)' is \(actual.value) bytes but the manifest says \(expected.value)"
-        case let .hashMismatch(expected, actual, firstBadChunk):
-            let chunk = firstBadChunk.map { ", first differing at chunk \($0)" } ?? ""
-            return "pack '\(pack)' has SHA-256 \(actual) but the manifest says \(expected)\(chunk)"
+        case let .chunkMismatch(chunk):
+            return "pack '\(pack)' differs from the manifest, first at chunk \(chunk)"
         }
     }
 }

@@ -33,7 +33,7 @@ public struct PackDownloader: Sendable {
         public var temporaryPath: String
     }
 
-    /// Downloads `pack`, checks its size, whole-file SHA-256 and every chunk hash,
+    /// Downloads `pack`, checks its size and every chunk hash (see `PackVerifier`),
     /// publishes it at `store.path(of: pack)` and records it in the cache index.
     /// `progress` is called after each write, with the verified prefix.
     @discardableResult

@@ -50,6 +50,11 @@ public final class CacheIndex: Sendable {
                 table.column("priority", .double).notNull()
             }
         }
+        migrator.registerMigration("v2: chunk list") { db in
+            try db.alter(table: CachedPack.databaseTableName) { table in
+                table.add(column: "chunkList", .text)
+            }
+        }
         return migrator
     }
 

@@ -21,9 +21,15 @@ public struct CachedPack: Codable, Sendable, Equatable, FetchableRecord, Persist
     public var fileSize: Int64
     public var fileModifiedNanoseconds: Int64
     public var fileInode: Int64
+    /// ``PackDescriptor/chunkListDigest`` of the descriptor the file was verified against;
+    /// nil for rows from before it was recorded, whose files were checked by their
+    /// whole-file SHA-256 as well and are right for any descriptor of that hash.
+    public var chunkList: String?
 
-    public init(sha256: ContentHash, packID: PackID, bytes: ByteCount, firstFetch: Date, identity: FileIdentity) {
+    public init(sha256: ContentHash, packID: PackID, bytes: ByteCount, firstFetch: Date, identity: FileIdentity,
+                chunkList: ContentHash? = nil) {
         self.sha256 = sha256.hex
+        self.chunkList = chunkList?.hex
         self.packID = packID.rawValue
         self.bytes = bytes.value
         self.firstFetch = firstFetch
@@ -32,6 +38,11 @@ public struct CachedPack: Codable, Sendable, Equatable, FetchableRecord, Persist
         self.fileSize = identity.size
         self.fileModifiedNanoseconds = identity.modifiedNanoseconds
         self.fileInode = identity.inode
+    }
+
+    /// Whether this verified file may serve `pack`: it was verified against the same chunks.
+    public func isVerified(for pack: PackDescriptor) -> Bool {
+        sha256 == pack.sha256.hex && (chunkList == nil || chunkList == pack.chunkListDigest.hex)
     }
 
     public var identity: FileIdentity {

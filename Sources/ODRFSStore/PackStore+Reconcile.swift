@@ -17,8 +17,9 @@ public struct ReconcileReport: Sendable {
 extension PackStore {
     /// Makes the index and the files under `packs/` agree, after any crash:
     /// - a row whose file is missing is dropped (the pack is remote again);
-    /// - a recorded file whose size, mtime or inode changed is hashed again against
-    ///   `expected` and kept only if it still matches, else deleted;
+    /// - a recorded file whose size, mtime or inode changed, or that was verified against
+    ///   other chunk hashes than `expected` lists for it, is hashed again against `expected`
+    ///   and kept only if it matches, else deleted;
     /// - a file with no row is hashed against `expected` (a crash between the rename
     ///   and the index write) and recorded, or deleted if unknown or wrong;
     /// - partial downloads in `tmp/` were already removed when the store opened.
@@ -41,11 +42,13 @@ extension PackStore {
             }
             filesOnDisk.insert(hash.hex)
             guard let identity = FileIdentity.of(path: path) else { continue }
-            if let record = records[hash.hex], record.identity == identity, record.bytes == identity.size {
+            if let record = records[hash.hex], record.identity == identity, record.bytes == identity.size,
+               expectedByHash[hash.hex].map(record.isVerified(for:)) ?? true {
                 report.packs[hash.hex] = record
                 continue
             }
-            // Unrecorded, or changed since it was verified: trust only a fresh hash.
+            // Unrecorded, changed since it was verified, or verified against other chunks
+            // than this bundle's descriptor lists: trust only a fresh check.
             guard let pack = expectedByHash[hash.hex], verify(path: path, as: pack, chunkSize: chunkSize) else {
                 logger.warning("deleting cached pack that is unrecorded or fails verification", metadata: ["path": "\(path)"])
                 unlink(path)
@@ -54,6 +57,7 @@ extension PackStore {
                 continue
             }
             var record = records[hash.hex] ?? CachedPack(sha256: pack.sha256, packID: pack.id, bytes: pack.bytes, firstFetch: now, identity: identity)
+            record.chunkList = pack.chunkListDigest.hex
             record.fileSize = identity.size
             record.fileModifiedNanoseconds = identity.modifiedNanoseconds
             record.fileInode = identity.inode
@@ -70,7 +74,7 @@ extension PackStore {
         return report
     }
 
-    /// Hashes the file at `path` and compares size, SHA-256 and chunk hashes with `pack`.
+    /// Hashes the file at `path` and compares its size and chunk hashes with `pack`.
     func verify(path: String, as pack: PackDescriptor, chunkSize: ByteCount) -> Bool {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return false }

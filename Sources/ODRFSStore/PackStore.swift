@@ -65,10 +65,12 @@ public final class PackStore: Sendable {
         }
     }
 
-    /// Whether `pack` is recorded in the index and its file is in place (a verified copy).
+    /// Whether `pack` is recorded in the index, verified against these chunks, and its
+    /// file is in place (a verified copy).
     public func contains(_ pack: PackDescriptor) -> Bool {
-        guard FileIdentity.of(path: layout.path(of: pack)) != nil else { return false }
-        return (try? index.pack(sha256: pack.sha256.hex)) != nil
+        guard FileIdentity.of(path: layout.path(of: pack)) != nil,
+              let record = try? index.pack(sha256: pack.sha256.hex) else { return false }
+        return record.isVerified(for: pack)
     }
 
     /// Whether a verified copy of the file index is in the cache.
@@ -134,7 +136,8 @@ public final class PackStore: Sendable {
         guard let identity = FileIdentity.of(path: destination) else {
             throw StoreError.system("cannot stat published pack", path: destination)
         }
-        let record = CachedPack(sha256: pack.sha256, packID: pack.id, bytes: pack.bytes, firstFetch: date, identity: identity)
+        let record = CachedPack(sha256: pack.sha256, packID: pack.id, bytes: pack.bytes, firstFetch: date, identity: identity,
+                                chunkList: pack.chunkListDigest)
         do {
             try index.save(record)
         } catch {

@@ -58,9 +58,51 @@ import Testing
             try verifier.finish()
             Issue.record("corrupt pack verified")
         } catch {
-            guard case .hashMismatch(_, _, let chunk) = error.kind else { Issue.record("wrong kind \(error)"); return }
+            guard case .chunkMismatch(let chunk) = error.kind else { Issue.record("wrong kind \(error)"); return }
             #expect(chunk == 2)
             #expect(error.description.contains("chunk 2"))
         }
+    }
+
+    /// Downloads hash every byte once, into its chunk; the chunk list then stands for the
+    /// content (the whole-pack SHA-256 names the file and is not recomputed).
+    @Test func verifierChecksChunksNotTheWholeDigest() throws {
+        let data = Self.bytes(450)
+        var descriptor = Self.descriptor(for: data, chunkSize: 100)
+        let chunkOnly = ChunkHasher(chunkSize: ByteCount(100), wholeDigest: false)
+        var both = ChunkHasher(chunkSize: ByteCount(100))
+        var hasher = chunkOnly
+        data.withUnsafeBytes { hasher.update($0); both.update($0) }
+        #expect(hasher.finalizeChunks() == both.finalize().chunks)
+        #expect(hasher.finalizeChunks() == descriptor.chunks)
+
+        // A descriptor whose name disagrees with its chunks still verifies: which is why
+        // the cache keys its trust on the chunk list (`chunkListDigest`), tested in the store.
+        descriptor.sha256 = ContentHash.of([1, 2, 3])
+        var verifier = PackVerifier(expected: descriptor, chunkSize: ByteCount(100))
+        data.withUnsafeBytes { verifier.update($0) }
+        try verifier.finish()
+
+        // One chunk missing at the end is a size mismatch; a short chunk list is a chunk mismatch.
+        var short = Self.descriptor(for: data, chunkSize: 100)
+        short.chunks.removeLast()
+        var shortVerifier = PackVerifier(expected: short, chunkSize: ByteCount(100))
+        data.withUnsafeBytes { shortVerifier.update($0) }
+        #expect(throws: PackVerificationError(pack: PackID("P"), kind: .chunkMismatch(chunk: 4))) { try shortVerifier.finish() }
+    }
+
+    @Test func chunkListDigestBindsSizeAndEveryChunk() {
+        let data = Self.bytes(450)
+        let descriptor = Self.descriptor(for: data, chunkSize: 100)
+        var otherChunk = descriptor
+        otherChunk.chunks[3] = ContentHash.of([9])
+        var otherSize = descriptor
+        otherSize.bytes = ByteCount(451)
+        var otherName = descriptor
+        otherName.sha256 = ContentHash.of([7])
+        #expect(descriptor.chunkListDigest == Self.descriptor(for: data, chunkSize: 100).chunkListDigest)
+        #expect(descriptor.chunkListDigest != otherChunk.chunkListDigest)
+        #expect(descriptor.chunkListDigest != otherSize.chunkListDigest)
+        #expect(descriptor.chunkListDigest == otherName.chunkListDigest)
     }
 }

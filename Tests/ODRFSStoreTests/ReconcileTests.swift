@@ -91,6 +91,39 @@ struct ReconcileTests {
         #expect(try store.index.allPacks().isEmpty)
     }
 
+    /// Downloads are verified by chunk hashes only. A manifest pairing pack A's SHA-256
+    /// (its file name) with other chunks must not get its bytes trusted as pack A later.
+    @Test("a file verified against other chunks than the current descriptor is checked again and dropped")
+    func verifiedAgainstOtherChunks() throws {
+        let cache = try TemporaryDirectory()
+        let store = try PackStore(root: cache.path, logger: logger)
+        // The hostile descriptor: A's name and size, B's content and chunks (padded to A's size).
+        var content = bundle.files[packB.file]!
+        content += [UInt8](repeating: 0, count: Int(packA.bytes.value) - content.count)
+        var hostile = packA
+        hostile.chunks = stride(from: 0, to: content.count, by: Int(SyntheticBundle.chunkSize.value)).map {
+            ContentHash.of(Array(content[$0..<min($0 + Int(SyntheticBundle.chunkSize.value), content.count)]))
+        }
+        let file = try store.makeTemporaryFile(label: "pack")
+        try content.withUnsafeBytes { try file.write($0) }
+        try store.publish(file, as: hostile, at: Date(timeIntervalSince1970: 100))
+        #expect(store.contains(hostile))
+        #expect(!store.contains(packA), "verified against other chunks: not pack A")
+
+        // The next mount, with the honest manifest: the file fails A's chunks and goes.
+        let report = try reconcile(store)
+        #expect(report.packs[packA.sha256.hex] == nil)
+        #expect(report.deleted == [packA.sha256.hex])
+        #expect(!FileManager.default.fileExists(atPath: store.path(of: packA)))
+
+        // The honest download is trusted from then on, by a later reconcile too.
+        try publish(packA, in: store)
+        #expect(store.contains(packA))
+        let again = try reconcile(store)
+        #expect(again.packs[packA.sha256.hex]?.chunkList == packA.chunkListDigest.hex)
+        #expect(again.reverified.isEmpty && again.deleted.isEmpty)
+    }
+
     @Test("a recorded file that was touched but still verifies is kept")
     func touchedButIntact() throws {
         let cache = try TemporaryDirectory()
