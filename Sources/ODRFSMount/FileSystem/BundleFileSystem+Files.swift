@@ -25,17 +25,17 @@ extension BundleFileSystem {
                 request.replyError(entry.kind == .directory ? .isDirectory : .invalidArgument)
                 return
             }
-            if manager.retainIfLocal(pack) {
-                switch openPackFile(pack) {
+            // This file's first bytes, not the whole pack: its first 128 KiB (or all of it
+            // if smaller) verified is enough to start reading.
+            let prefix = Int64(entry.dataOffset) + Int64(min(entry.size, Self.progressiveOpenBytes))
+            if let access = manager.retainIfVerified(pack, prefix: prefix) {
+                switch openPackFile(pack, access: access) {
                 case .success(let handle): request.replyOpen(handle: handle, options: Self.fileOpenOptions)
                 case .failure(let error): request.replyError(error)
                 }
                 return
             }
-            // Wait for this file's first bytes, not the whole pack: its first 128 KiB (or
-            // all of it if smaller) verified is enough to start reading.
-            let prefix = Int64(entry.dataOffset) + Int64(min(entry.size, Self.progressiveOpenBytes))
-            openAfterFetching(pack, prefix: prefix, path: index.path(of: number), request: request.detach())
+            openAfterFetching(pack, prefix: prefix, file: number, request: request.detach())
         }
     }
 
@@ -44,7 +44,7 @@ extension BundleFileSystem {
 
     /// The slow path of open(): answered from a task once the file's first bytes are
     /// verified (the rest of the pack may still be streaming in).
-    private func openAfterFetching(_ pack: PackNumber, prefix: Int64, path: String, request: DeferredRequest) {
+    private func openAfterFetching(_ pack: PackNumber, prefix: Int64, file: EntryNumber, request: DeferredRequest) {
         let task = Task(priority: .userInitiated) { [manager, logger] in
             let access: PackAccess
             do {
@@ -52,7 +52,7 @@ extension BundleFileSystem {
             } catch {
                 let errno = Errno(mapping: error)
                 logger.error("open failed: pack not available", metadata: [
-                    "path": "\(path)", "pack.id": "\(manager.manifest.pack(pack).id)", "errno": "\(errno)", "error": "\(error)",
+                    "path": "\(self.index.path(of: file))", "pack.id": "\(manager.manifest.pack(pack).id)", "errno": "\(errno)", "error": "\(error)",
                 ])
                 request.replyError(errno)
                 return

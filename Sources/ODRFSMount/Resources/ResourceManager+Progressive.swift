@@ -23,6 +23,32 @@ extension ResourceManager {
         return access(pack)
     }
 
+    /// The synchronous half of `retainProgressively`, for the FUSE thread: if `pack` is
+    /// local, or downloading with its first `prefix` bytes already verified, retains it
+    /// and says where to read it; otherwise nil, with nothing retained or started. Most
+    /// opens of a pack that is streaming in find their bytes already there; they then
+    /// cost no task and no continuation.
+    public func retainIfVerified(_ pack: PackNumber, prefix: Int64) -> PackAccess? {
+        let now = clock()
+        let index = Int(pack.rawValue)
+        let local = state.withLock { state -> Bool? in
+            if state.slots[index].isLocal {
+                retain(index, in: &state, at: now)
+                return true
+            }
+            guard let download = state.slots[index].download, download.temporaryPath != nil,
+                  download.verifiedBytes >= prefix else { return nil }
+            state.slots[index].download?.earlyReaders += 1
+            retain(index, in: &state, at: now)
+            return false
+        }
+        switch local {
+        case nil: return nil
+        case true?: return .local(path: store.path(of: manifest.pack(pack)))
+        case false?: return access(pack)
+        }
+    }
+
     /// Where `pack` can be read now.
     public func access(_ pack: PackNumber) -> PackAccess {
         state.withLock { state in

@@ -128,17 +128,6 @@ public final class ResourceManager: Sendable {
 
     // MARK: Access
 
-    /// The fast path of open(): if `pack` is local, retain it, count an access and
-    /// return true; otherwise change nothing and return false.
-    public func retainIfLocal(_ pack: PackNumber) -> Bool {
-        let now = clock()
-        return state.withLock { state in
-            let index = Int(pack.rawValue)
-            guard state.slots[index].isLocal else { return false }
-            retain(index, in: &state, at: now)
-            return true
-        }
-    }
 
     /// Makes `pack` local (downloading it once, however many callers wait) and
     /// retains it. Throws `FetchError` on failure and `.cancelled` if the calling
