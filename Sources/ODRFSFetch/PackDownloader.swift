@@ -35,11 +35,13 @@ public struct PackDownloader: Sendable {
 
     /// Downloads `pack`, checks its size and every chunk hash (see `PackVerifier`),
     /// publishes it at `store.path(of: pack)` and records it in the cache index.
-    /// `progress` is called after each write, with the verified prefix.
+    /// `progress` is called after the first write, whenever the verified prefix grows and
+    /// at least once per chunk of bytes received.
     @discardableResult
     public func fetch(_ pack: PackDescriptor, progress: (Progress) -> Void = { _ in }) async throws(FetchError) -> CachedPack {
         let file = try temporaryFile(label: "pack")
         var verifier = PackVerifier(expected: pack, chunkSize: chunkSize)
+        var reported: Progress?
         try await origin.download(pack.file, expectedBytes: pack.bytes) { (bytes: UnsafeRawBufferPointer) throws(FetchError) in
             verifier.update(bytes)
             if let bad = verifier.firstMismatchedChunk {
@@ -47,7 +49,15 @@ public struct PackDownloader: Sendable {
                 throw FetchError(.corrupt, "pack '\(pack.id)' (\(pack.file)) from \(origin.displayName) failed verification: chunk \(bad) differs from the manifest")
             }
             try write(bytes, to: file)
-            progress(Progress(received: verifier.bytesReceived, verified: verifier.verifiedPrefix, temporaryPath: file.path))
+            // Waiters care about the verified prefix, which moves once per chunk; status
+            // about bytes received. Report the first write (it names the file), every new
+            // verified chunk, and otherwise about once per chunk of bytes.
+            let verified = verifier.verifiedPrefix
+            if reported == nil || verified != reported!.verified || verifier.bytesReceived.value - reported!.received.value >= chunkSize.value {
+                let now = Progress(received: verifier.bytesReceived, verified: verified, temporaryPath: file.path)
+                reported = now
+                progress(now)
+            }
         }
         do {
             try verifier.finish()

@@ -121,7 +121,10 @@ extension BundleFileSystem {
         let count = Int(min(Int64(size), fileSize - start))
         let packHandle = PackHandle(handle)
         let packOffset = Int64(entry.dataOffset) + start
-        guard packHandle.isProgressive, let pack = entry.pack,
+        // A progressive handle was opened once the file's first `progressiveOpenBytes` were
+        // verified, and that prefix only grows: reads inside it need no look at the pack.
+        let verifiedAtOpen = Int64(min(entry.size, Self.progressiveOpenBytes))
+        guard packHandle.isProgressive, let pack = entry.pack, start + Int64(count) > verifiedAtOpen,
               manager.verifiedBytes(of: pack) < packOffset + Int64(count) else {
             request.replyData(fileDescriptor: packHandle.descriptor, offset: packOffset, count: count)
             return

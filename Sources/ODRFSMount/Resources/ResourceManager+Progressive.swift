@@ -31,21 +31,17 @@ extension ResourceManager {
     public func retainIfVerified(_ pack: PackNumber, prefix: Int64) -> PackAccess? {
         let now = clock()
         let index = Int(pack.rawValue)
-        let local = state.withLock { state -> Bool? in
+        let local = store.path(of: manifest.pack(pack))
+        return state.withLock { state -> PackAccess? in
             if state.slots[index].isLocal {
                 retain(index, in: &state, at: now)
-                return true
+                return .local(path: local)
             }
-            guard let download = state.slots[index].download, download.temporaryPath != nil,
+            guard let download = state.slots[index].download, let partial = download.temporaryPath,
                   download.verifiedBytes >= prefix else { return nil }
             state.slots[index].download?.earlyReaders += 1
             retain(index, in: &state, at: now)
-            return false
-        }
-        switch local {
-        case nil: return nil
-        case true?: return .local(path: store.path(of: manifest.pack(pack)))
-        case false?: return access(pack)
+            return .partial(path: partial)
         }
     }
 
