@@ -111,3 +111,13 @@ public final class CacheIndex: Sendable {
         }
     }
 }
+
+extension Date {
+    /// This date as the cache index will give it back: the index keeps dates to the
+    /// millisecond and rounds (GRDB stores them as text), so 12:00:00.9996 would come
+    /// back as 12:00:01 and a pack's last access would move a second across a remount.
+    /// Dates recorded at this precision survive the round trip exactly.
+    public var cacheIndexPrecision: Date {
+        Date(timeIntervalSince1970: (timeIntervalSince1970 * 1000).rounded(.down) / 1000)
+    }
+}

@@ -178,4 +178,18 @@ struct ReconcileTests {
         #expect(record.accessCount == 3)
         #expect(try store.index.priorityOverrides() == [Tag("A"): 0.75])
     }
+
+    @Test("a last access kept at the index's precision survives the round trip exactly",
+          arguments: [500.0, 500.4996, 500.49999, 500.5, 500.9996, 500.99999])
+    func lastAccessRoundTrip(seconds: Double) throws {
+        let cache = try TemporaryDirectory()
+        let store = try PackStore(root: cache.path, logger: logger)
+        try publish(packA, in: store)
+        let when = Date(timeIntervalSince1970: seconds).cacheIndexPrecision
+        try store.index.recordAccesses([(packA.sha256.hex, when, 1)])
+        let stored = try #require(try store.index.allPacks().first?.lastAccess)
+        #expect(stored == when)
+        // The status table shows whole seconds: a remount must not move them.
+        #expect(stored.formatted(.iso8601) == Date(timeIntervalSince1970: seconds).formatted(.iso8601))
+    }
 }

@@ -194,7 +194,7 @@ public final class ResourceManager: Sendable {
             }
         }
         state.slots[index].retainCount += 1
-        state.slots[index].lastAccess = now
+        state.slots[index].lastAccess = now.cacheIndexPrecision
         state.slots[index].unsavedAccesses += 1
     }
 
