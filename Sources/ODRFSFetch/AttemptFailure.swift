@@ -7,7 +7,8 @@ enum AttemptFailure: Error {
     /// Retrying cannot help (404, 401, corrupt size, cancellation, TLS trust, bad URL).
     case fatal(FetchError)
     /// The network or the server had a bad moment (refused, reset, timeout, 5xx, short body).
-    case transient(String)
+    /// `retryAfter` is how long the origin asked us to wait (`Retry-After` on 429 or 503).
+    case transient(String, retryAfter: Duration? = nil)
 
     /// Sorts an error thrown by the HTTP client or the body stream.
     static func classify(_ error: any Error, url: String) -> AttemptFailure {

@@ -98,16 +98,20 @@ public final class HTTPOrigin: Origin {
                 return
             } catch {
                 let reason: String
+                let retryAfter: Duration?
                 switch error {
                 case .fatal(let failure): throw failure
-                case .transient(let text): reason = text
+                case .transient(let text, let wait): (reason, retryAfter) = (text, wait)
                 }
                 // A download that moved forward starts its backoff afresh.
                 failuresInARow = transfer.delivered > before ? 1 : failuresInARow + 1
-                let delay = backoff.delay(afterFailure: failuresInARow, using: &random)
+                let delay = max(backoff.delay(afterFailure: failuresInARow, using: &random), retryAfter ?? .zero)
                 if ContinuousClock.now + delay >= transfer.lastProgress + fetchDeadline {
                     logger.error("fetch failed", metadata: ["fetch.url": "\(shown)", "fetch.attempts": "\(attempts)",
                                                            "fetch.error": "\(reason)"])
+                    if let retryAfter, retryAfter == delay {
+                        throw FetchError(.unreachable, "cannot fetch \(shown): the origin answered \(reason) and asked to retry after \(retryAfter), beyond the fetch timeout of \(fetchDeadline) (--fetch-timeout) after \(attempts) attempt(s)")
+                    }
                     throw FetchError(.unreachable, "cannot fetch \(shown): no progress for \(fetchDeadline) after \(attempts) attempt(s); last error: \(reason)")
                 }
                 logger.notice("fetch attempt failed; retrying", metadata: [

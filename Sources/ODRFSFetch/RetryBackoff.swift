@@ -1,3 +1,5 @@
+import Foundation
+
 /// Delays between attempts of one fetch: exponential, capped, with jitter so that many
 /// mounts whose origin comes back at the same moment do not all return in lock step.
 struct RetryBackoff: Sendable {
@@ -12,4 +14,29 @@ struct RetryBackoff: Sendable {
         let capped = min(uncapped, maximum)
         return capped * Double.random(in: 0.5...1.0, using: &generator)
     }
+}
+
+/// The `Retry-After` header of a 429 or 503 (RFC 9110 §10.2.3): delay-seconds or an
+/// HTTP-date. A CDN or origin that says how long it is busy is waited for instead of
+/// hammered by the exponential backoff's next, shorter attempt.
+enum RetryAfter {
+    /// The delay the header asks for, or nil if it is neither form; a date in the past is 0.
+    static func delay(from value: String, now: Date) -> Duration? {
+        let text = value.trimmingCharacters(in: .whitespaces)
+        if !text.isEmpty, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {
+            // Absurdly long waits are still bounded by the fetch's deadline; avoid overflow.
+            return .seconds(Int64(text.prefix(9)) ?? 0)
+        }
+        guard let date = httpDate.date(from: text) else { return nil }
+        return .milliseconds(Int64(max(0, date.timeIntervalSince(now)) * 1000))
+    }
+
+    /// IMF-fixdate, the one form senders must use ("Sun, 06 Nov 1994 08:49:37 GMT").
+    private nonisolated(unsafe) static let httpDate: DateFormatter = {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter
+    }()
 }

@@ -1,3 +1,4 @@
+import Foundation
 import AsyncHTTPClient
 import NIOHTTP1
 import ODRFSCore
@@ -71,7 +72,8 @@ struct TransferState {
             let hint = sentToken ? "the token from --token-file was refused" : "the origin wants a token; pass --token-file"
             throw .fatal(FetchError(.unauthorized, "origin refused \(url) (HTTP \(response.status.code)): \(hint)"))
         case 408, 425, 429, 500...599:
-            throw .transient("HTTP \(response.status.code) \(response.status.reasonPhrase)")
+            let wait = headers.first(name: "Retry-After").flatMap { RetryAfter.delay(from: $0, now: Date()) }
+            throw .transient("HTTP \(response.status.code) \(response.status.reasonPhrase)", retryAfter: wait)
         default:
             throw .fatal(FetchError(.unreachable, "origin answered HTTP \(response.status.code) \(response.status.reasonPhrase) for \(url)"))
         }

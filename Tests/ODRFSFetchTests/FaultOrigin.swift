@@ -23,6 +23,8 @@ final class FaultOrigin: Sendable {
         case stall
         /// 302 to this absolute URL.
         case redirect(String)
+        /// An empty response with this status and a `Retry-After` header.
+        case busy(status: Int, retryAfter: String)
     }
 
     /// One request as the origin saw it.
@@ -31,6 +33,7 @@ final class FaultOrigin: Sendable {
         var range: String?
         var ifRange: String?
         var authorization: String?
+        var at = ContinuousClock.now
     }
 
     static let entityTag = "\"v1\""
@@ -140,6 +143,9 @@ private final class FaultHandler: ChannelInboundHandler {
         }
         if case .status(let code) = behaviour {
             return send(status: HTTPResponseStatus(statusCode: code), headers: [], body: [], context: context)
+        }
+        if case .busy(let code, let retryAfter) = behaviour {
+            return send(status: HTTPResponseStatus(statusCode: code), headers: [("Retry-After", retryAfter)], body: [], context: context)
         }
         if case .redirect(let location) = behaviour {
             return send(status: .found, headers: [("Location", location)], body: [], context: context)

@@ -45,6 +45,52 @@ struct HTTPOriginFailureTests {
         }
     }
 
+    /// A busy CDN that says how long to wait is waited for, not hammered by the
+    /// exponential backoff (whose first delays are 100–400 ms).
+    @Test(arguments: [429, 503])
+    func retryAfterIsHonoured(status: Int) async throws {
+        try await withFaultOrigin { server in
+            server.setFile(path, file)
+            server.script(path, [.busy(status: status, retryAfter: "2"), .serve])
+            try await withHTTPOrigin(server.baseURL, options: OriginOptions(fetchDeadline: .seconds(20))) { origin in
+                let bytes = try await origin.bytes(of: "packs/p.tar", expected: file.count)
+                #expect(bytes == file)
+            }
+            let seen = server.requests(of: path)
+            try #require(seen.count == 2)
+            #expect(seen[1].at - seen[0].at >= .seconds(1.9), "retried after \(seen[1].at - seen[0].at)")
+        }
+    }
+
+    @Test func retryAfterBeyondTheDeadlineFailsAtOnceAndSaysSo() async throws {
+        try await withFaultOrigin { server in
+            server.setFile(path, file)
+            server.script(path, [.busy(status: 503, retryAfter: "3600")])
+            let start = ContinuousClock.now
+            try await withHTTPOrigin(server.baseURL, options: OriginOptions(fetchDeadline: .seconds(5))) { origin in
+                let error = await #expect(throws: FetchError.self) {
+                    _ = try await origin.bytes(of: "packs/p.tar", expected: file.count)
+                }
+                #expect(error?.kind == .unreachable)
+                #expect(error?.message.contains("retry after 3600") == true, "\(error?.message ?? "")")
+                #expect(error?.message.contains("--fetch-timeout") == true)
+            }
+            #expect(ContinuousClock.now - start < .seconds(4), "gave up without waiting out the deadline")
+            #expect(server.requests(of: path).count == 1)
+        }
+    }
+
+    @Test func retryAfterParsesSecondsAndHTTPDates() {
+        let now = Date(timeIntervalSince1970: 784_111_777)  // Sun, 06 Nov 1994 08:49:37 GMT
+        #expect(RetryAfter.delay(from: "120", now: now) == .seconds(120))
+        #expect(RetryAfter.delay(from: " 0 ", now: now) == .zero)
+        #expect(RetryAfter.delay(from: "Sun, 06 Nov 1994 08:50:07 GMT", now: now) == .seconds(30))
+        #expect(RetryAfter.delay(from: "Sun, 06 Nov 1994 08:00:00 GMT", now: now) == .zero, "a past date means now")
+        #expect(RetryAfter.delay(from: "soon", now: now) == nil)
+        #expect(RetryAfter.delay(from: "-5", now: now) == nil)
+        #expect(RetryAfter.delay(from: "99999999999999999999", now: now) != nil, "huge but bounded by the deadline")
+    }
+
     @Test func notFoundIsNotRetried() async throws {
         try await withFaultOrigin { server in
             try await withHTTPOrigin(server.baseURL) { origin in
