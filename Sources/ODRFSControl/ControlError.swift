@@ -22,6 +22,8 @@ public struct ControlError: Error, Codable, Sendable, Equatable, CustomStringCon
         case badRequest = "bad-request"
         /// The peer's user may not use this daemon.
         case permissionDenied = "permission-denied"
+        /// The daemon already serves its maximum number of control connections.
+        case tooManyConnections = "too-many-connections"
         /// The message's `v` is not a version this side speaks.
         case unsupportedVersion = "unsupported-version"
         /// The request was cancelled (`cancel`, `end`, or the connection dropped).

@@ -24,6 +24,9 @@ public final class ControlServer: Sendable {
     private let service: any ControlService
     private let logger: Logger
     private let allowedUIDs: Set<uid_t>
+    /// Each connection costs two threads (its blocking reader and writer): a client
+    /// that opens connections in a loop must not exhaust the daemon.
+    private let maximumConnections: Int
     private let state = Mutex(State())
 
     private struct State {
@@ -37,12 +40,15 @@ public final class ControlServer: Sendable {
     }
 
     /// A server for `socketPath` (normally ``RuntimeDirectory/controlSocket``).
-    /// `allowedUIDs` defaults to the daemon's effective uid and root.
-    public init(socketPath: String, service: any ControlService, logger: Logger, allowedUIDs: Set<uid_t>? = nil) {
+    /// `allowedUIDs` defaults to the daemon's effective uid and root; connections beyond
+    /// `maximumConnections` at once are answered `too-many-connections` and closed.
+    public init(socketPath: String, service: any ControlService, logger: Logger, allowedUIDs: Set<uid_t>? = nil,
+                maximumConnections: Int = 128) {
         self.socketPath = socketPath
         self.service = service
         self.logger = logger
         self.allowedUIDs = allowedUIDs ?? [geteuid(), 0]
+        self.maximumConnections = maximumConnections
     }
 
     /// Creates the socket's directory (0700) if needed, removes a stale socket (one
@@ -110,11 +116,16 @@ public final class ControlServer: Sendable {
         while let client = listener.accept() {
             let peer = client.peerUID()
             guard let peer, allowedUIDs.contains(peer) else {
-                refuse(client, uid: peer)
+                logger.warning("control connection refused: peer is neither the daemon's user nor root", metadata: [
+                    "peer.uid": "\(peer.map { "\($0)" } ?? "unknown")", "daemon.uid": "\(geteuid())",
+                ])
+                refuse(client, ControlError(.permissionDenied, "permission denied: only uid \(geteuid()) (the user who mounted) and root may use this ODRFS daemon"))
                 continue
             }
-            let accepted = state.withLock { state -> Bool in
-                guard !state.stopped else { return false }
+            enum Admission { case accepted, stopped, full }
+            let admission = state.withLock { state -> Admission in
+                guard !state.stopped else { return .stopped }
+                guard state.connections.count < maximumConnections else { return .full }
                 let number = state.nextConnection
                 state.nextConnection += 1
                 let connection = ControlConnection(socket: client, number: number, service: service, logger: logger)
@@ -126,9 +137,15 @@ public final class ControlServer: Sendable {
                         state.tasks[number] = nil
                     }
                 }
-                return true
+                return .accepted
             }
-            if !accepted { client.close() }
+            switch admission {
+            case .accepted: break
+            case .stopped: client.close()
+            case .full:
+                logger.warning("control connection refused: too many connections", metadata: ["control.limit": "\(maximumConnections)"])
+                refuse(client, ControlError(.tooManyConnections, "this ODRFS daemon already serves \(maximumConnections) control connections; close some and retry"))
+            }
         }
         let waiter = state.withLock { state in
             state.acceptFinished = true
@@ -137,13 +154,9 @@ public final class ControlServer: Sendable {
         waiter?.resume()
     }
 
-    /// Tells a peer of another user why it is refused, then hangs up. The reply is
-    /// small and the socket buffer empty, so the send never blocks.
-    private func refuse(_ client: UnixSocket, uid: uid_t?) {
-        logger.warning("control connection refused: peer is neither the daemon's user nor root", metadata: [
-            "peer.uid": "\(uid.map { "\($0)" } ?? "unknown")", "daemon.uid": "\(geteuid())",
-        ])
-        let error = ControlError(.permissionDenied, "permission denied: only uid \(geteuid()) (the user who mounted) and root may use this ODRFS daemon")
+    /// Tells a refused peer why, then hangs up. The reply is small and the socket
+    /// buffer empty, so the send never blocks.
+    private func refuse(_ client: UnixSocket, _ error: ControlError) {
         var line = ControlProtocol.encode(ControlResponse.failure(nil, error))
         line.append(UInt8(ascii: "\n"))
         _ = client.send(line)

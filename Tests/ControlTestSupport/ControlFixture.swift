@@ -13,11 +13,12 @@ public final class ControlFixture: Sendable {
     public var mountpoint: String { directory.path }
     public var socketPath: String { server.socketPath }
 
-    public init(service: FakeControlService = FakeControlService()) throws {
+    public init(service: FakeControlService = FakeControlService(), maximumConnections: Int = 128) throws {
         self.service = service
         directory = try TemporaryDirectory()
         let runtime = RuntimeDirectory(resolvingMountpoint: directory.path)
-        server = ControlServer(socketPath: runtime.controlSocket, service: service, logger: Logger(label: "test.control"))
+        server = ControlServer(socketPath: runtime.controlSocket, service: service, logger: Logger(label: "test.control"),
+                               maximumConnections: maximumConnections)
         try server.start()
     }
 

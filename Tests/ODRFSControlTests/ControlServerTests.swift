@@ -168,6 +168,28 @@ import TestSupport
         await fixture.stop()
     }
 
+    @Test func connectionsBeyondTheLimitAreRefusedWithAReason() async throws {
+        let fixture = try ControlFixture(maximumConnections: 2)
+        var first: RawConnection? = try fixture.raw()
+        let second = try fixture.raw()
+        #expect(await eventually { fixture.server.connectionCount == 2 })
+        let third = try fixture.raw()
+        let refusal = third.readResponse()
+        #expect(refusal?.ok == false)
+        #expect(refusal?.error?.code == .tooManyConnections, "\(String(describing: refusal))")
+        #expect(third.isClosedByPeer())
+        // The two accepted ones still work; closing one makes room again.
+        _ = first?.send(#"{"v":1,"id":1,"op":"status"}"# + "\n")
+        #expect(first?.readReply(to: 1).reply?.ok == true)
+        _ = second
+        first = nil  // closes it
+        #expect(await eventually { fixture.server.connectionCount == 1 })
+        let fourth = try fixture.raw()
+        _ = fourth.send(#"{"v":1,"id":1,"op":"status"}"# + "\n")
+        #expect(fourth.readReply(to: 1).reply?.ok == true)
+        await fixture.stop()
+    }
+
     @Test func socketIsPrivateAndStaleSocketsAreReplaced() async throws {
         let fixture = try ControlFixture()
         var info = stat()
