@@ -9,7 +9,9 @@ import Foundation
 /// 2. dot files are never served (an operator's token file may sit beside the packs) → 404;
 /// 3. the path is resolved with `realpath` and must stay under the resolved root, so a
 ///    symlink pointing outside is refused → 404;
-/// 4. the final component is opened with `O_NOFOLLOW` and must be a regular file → 404.
+/// 4. the final component is opened with `O_NOFOLLOW` and must be a regular file → 404;
+/// 5. the opened descriptor's own path (`/proc/self/fd`) must still lie under the root:
+///    a directory swapped for a symlink between steps 3 and 4 is caught → 404.
 struct DistDirectory: Sendable {
     /// The dist dir with every symlink resolved.
     let root: String
@@ -49,6 +51,12 @@ struct DistDirectory: Sendable {
         guard !excluded.contains(resolved) else {
             throw Refusal(status: .notFound, reason: "secret file")
         }
+        return try openResolved(resolved)
+    }
+
+    /// Step 4 and 5 for a path that `realpath` put under the root: what is served is the
+    /// descriptor, so its own path is checked, not the name it was opened by.
+    func openResolved(_ resolved: String) throws(Refusal) -> ServedFile {
         let fd = Glibc.open(resolved, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else {
             let code = errno
@@ -58,6 +66,10 @@ struct DistDirectory: Sendable {
         guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
             close(fd)
             throw Refusal(status: .notFound, reason: "not a regular file")
+        }
+        guard let opened = Self.resolve("/proc/self/fd/\(fd)"), opened.hasPrefix(root + "/"), !excluded.contains(opened) else {
+            close(fd)
+            throw Refusal(status: .notFound, reason: "moved outside the dist dir while being opened")
         }
         return ServedFile(descriptor: fd, status: info)
     }

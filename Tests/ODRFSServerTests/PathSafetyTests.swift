@@ -51,4 +51,29 @@ struct PathSafetyTests {
             #expect(throws: DistDirectory.Refusal.self, "\(bad)") { try DistDirectory.relativePath(of: bad) }
         }
     }
+
+    /// The race `realpath` alone loses: a directory inside the dist dir is swapped for a
+    /// symlink to the outside between the check and the open. The opened descriptor's own
+    /// path gives it away.
+    @Test func directorySwappedForASymlinkAfterTheCheckIsRefused() throws {
+        let base = NSTemporaryDirectory() + "odrfs-swap-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let dist = base + "/dist", outside = base + "/outside"
+        let manager = FileManager.default
+        try manager.createDirectory(atPath: dist + "/packs", withIntermediateDirectories: true)
+        try manager.createDirectory(atPath: outside, withIntermediateDirectories: true)
+        defer { try? manager.removeItem(atPath: base) }
+        try Data("inside".utf8).write(to: URL(fileURLWithPath: dist + "/packs/a.tar"))
+        try Data("outside secret".utf8).write(to: URL(fileURLWithPath: outside + "/a.tar"))
+        let directory = try DistDirectory(path: dist)
+        let resolved = directory.root + "/packs/a.tar"
+        let file = try directory.openResolved(resolved)
+        close(file.descriptor)
+
+        // The swap, as another local user with write access to the dist dir could do it.
+        try manager.moveItem(atPath: dist + "/packs", toPath: dist + "/packs.old")
+        try manager.createSymbolicLink(atPath: dist + "/packs", withDestinationPath: outside)
+        #expect(throws: DistDirectory.Refusal.self) { try directory.openResolved(resolved) }
+        // Through the normal entry point realpath already refuses it.
+        #expect(throws: DistDirectory.Refusal.self) { try directory.open(target: "/packs/a.tar") }
+    }
 }
