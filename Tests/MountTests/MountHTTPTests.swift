@@ -106,6 +106,28 @@ struct MountHTTPTests {
         #expect(serverLog.contains("401"), "the refused mount left no trace in the access log")
     }
 
+    @Test("HTTPS with a private CA: without --ca-file the mount fails and names the fix; with it files read")
+    func httpsWithPrivateCA() throws {
+        let fixture = try MountFixture()
+        try fixture.buildTestBundle()
+        let ca = try PrivateCA(in: fixture.root + "/ca")
+        let nginx = try onFreePort {
+            try NginxOrigin(serving: fixture.dist, in: fixture.root + "/nginx-\($0)", port: $0,
+                            tls: (ca.serverCertificate, ca.serverKey))
+        }
+        #expect(nginx.url.hasPrefix("https://"))
+
+        let untrusted = try fixture.odrfs(["mount", nginx.url, fixture.mountpoint, "--cache", fixture.cache, "--fetch-timeout", "5"])
+        #expect(untrusted.status == 1)
+        #expect(untrusted.stderr.contains("--ca-file"), "\(untrusted.stderr)")
+
+        try fixture.mount(origin: nginx.url, extra: ["--ca-file", ca.certificate])
+        let cat = try Command.run("/bin/cat", [fixture.mountpoint + "/levels/1/map.dat"])
+        #expect(cat.status == 0, "\(cat.stderr)")
+        #expect(cat.stdout == Data(TestBundle.files["levels/1/map.dat"]!))
+        #expect(nginx.packRequests.count == 1 + 2, "Level1 plus the two packs mount installs (base, Level3)")
+    }
+
     @Test("prefetch tags arrive over HTTP without any open, in order", arguments: OriginKind.allCases)
     func prefetchOverHTTP(origin kind: OriginKind) throws {
         let fixture = try MountFixture()

@@ -10,10 +10,15 @@ final class NginxOrigin {
     private let process: ChildProcess
     private let directory: String
 
-    var url: String { "http://127.0.0.1:\(port)/" }
+    /// Set when nginx speaks TLS with this certificate and key (see ``PrivateCA``).
+    let tls: (certificate: String, key: String)?
 
-    init(serving dist: String, in directory: String, port: Int = Int.random(in: 20_000..<60_000)) throws {
+    var url: String { "\(tls == nil ? "http" : "https")://127.0.0.1:\(port)/" }
+
+    init(serving dist: String, in directory: String, port: Int = Int.random(in: 20_000..<60_000),
+         tls: (certificate: String, key: String)? = nil) throws {
         self.directory = directory
+        self.tls = tls
         accessLog = directory + "/access.log"
         self.port = port
         try FileManager.default.createDirectory(atPath: directory + "/tmp", withIntermediateDirectories: true)
@@ -34,7 +39,8 @@ final class NginxOrigin {
                 scgi_temp_path \(directory)/tmp;
                 sendfile on;
                 server {
-                    listen 127.0.0.1:\(port);
+                    listen 127.0.0.1:\(port)\(tls == nil ? "" : " ssl");
+                    \(tls.map { "ssl_certificate \($0.certificate); ssl_certificate_key \($0.key);" } ?? "")
                     root \(dist);
                     location / { try_files $uri =404; }
                 }
