@@ -202,7 +202,19 @@ public final class MountDaemon: Sendable {
             // (ENOTCONN) once the session is gone; never before the loop starts.
             let probe = Thread { [mountpoint] in
                 var statistics = statvfs()
-                guard statvfs(mountpoint, &statistics) == 0 else { return }
+                var result = statvfs(mountpoint, &statistics)
+                while result != 0 && errno == EINTR { result = statvfs(mountpoint, &statistics) }
+                guard result == 0 else {
+                    // ENOTCONN: the session is gone and the loop's end reports why.
+                    // Anything else would leave the waiting `odrfs mount` hanging.
+                    if errno != ENOTCONN {
+                        let reason = String(cString: strerror(errno))
+                        readiness.resolve(.failure(MountError("the new mount at \(mountpoint) does not answer: statvfs: \(reason)")))
+                        // Reported as failed, so do not leave it mounted.
+                        session.exit()
+                    }
+                    return
+                }
                 // The kernel set the mount's readahead at INIT, which is now done.
                 Self.raiseReadahead(mountpoint: mountpoint, logger: logger)
                 readiness.resolve(.success(()))
