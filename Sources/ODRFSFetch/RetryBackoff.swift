@@ -1,4 +1,5 @@
 import Foundation
+import ODRFSCore
 
 /// Delays between attempts of one fetch: exponential, capped, with jitter so that many
 /// mounts whose origin comes back at the same moment do not all return in lock step.
@@ -27,16 +28,7 @@ enum RetryAfter {
             // Absurdly long waits are still bounded by the fetch's deadline; avoid overflow.
             return .seconds(Int64(text.prefix(9)) ?? 0)
         }
-        guard let date = httpDate.date(from: text) else { return nil }
-        return .milliseconds(Int64(max(0, date.timeIntervalSince(now)) * 1000))
+        guard let seconds = HTTPDate.parse(text) else { return nil }
+        return .milliseconds(Int64(max(0, Double(seconds) - now.timeIntervalSince1970) * 1000))
     }
-
-    /// IMF-fixdate, the one form senders must use ("Sun, 06 Nov 1994 08:49:37 GMT").
-    private nonisolated(unsafe) static let httpDate: DateFormatter = {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        return formatter
-    }()
 }

@@ -1,3 +1,4 @@
+import ODRFSCore
 import Foundation
 import HTTPTypes
 

@@ -1,3 +1,4 @@
+import ODRFSCore
 import Foundation
 import Testing
 @testable import ODRFSServer

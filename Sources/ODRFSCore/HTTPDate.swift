@@ -1,16 +1,16 @@
 import Foundation
 
-/// HTTP dates (RFC 9110 IMF-fixdate, "Sun, 06 Nov 1994 08:49:37 GMT") for Last-Modified,
-/// If-Modified-Since and If-Range.
+/// HTTP dates (RFC 9110 IMF-fixdate, "Sun, 06 Nov 1994 08:49:37 GMT"): Last-Modified,
+/// If-Modified-Since and If-Range in `odrfs serve`, Retry-After in the fetcher.
 ///
 /// Written by hand because Hummingbird keeps its formatter internal, `strftime` follows the
 /// process locale, and a `DateFormatter` per request would be slow.
-enum HTTPDate {
+public enum HTTPDate {
     private static let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
     private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
     /// Formats whole seconds since the epoch.
-    static func format(secondsSinceEpoch seconds: Int) -> String {
+    public static func format(secondsSinceEpoch seconds: Int) -> String {
         var time = time_t(seconds)
         var parts = tm()
         gmtime_r(&time, &parts)
@@ -21,7 +21,7 @@ enum HTTPDate {
 
     /// Parses an IMF-fixdate; nil for anything else (the obsolete RFC 850 and asctime forms
     /// that no current client sends are treated as absent, which only costs a full response).
-    static func parse(_ text: String) -> Int? {
+    public static func parse(_ text: String) -> Int? {
         let fields = text.split(separator: " ")
         guard fields.count == 6, fields[0].hasSuffix(","), days.contains(String(fields[0].dropLast())),
               fields[5] == "GMT", let day = Int32(fields[1]), let month = months.firstIndex(of: String(fields[2])),
