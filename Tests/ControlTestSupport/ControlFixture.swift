@@ -44,6 +44,20 @@ public func eventually(_ timeout: Duration = .seconds(5), _ condition: () -> Boo
     return true
 }
 
+/// Calls `body` (bind or connect) with a `sockaddr_un` for `path` and its length.
+public func withUnixAddress(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Int32) -> Int32 {
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+        let bytes = Array(path.utf8)
+        buffer.copyBytes(from: bytes)
+        buffer[bytes.count] = 0
+    }
+    return withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+    }
+}
+
 /// A plain blocking socket speaking raw bytes, for protocol tests: every read is bounded.
 public final class RawConnection: @unchecked Sendable {
     public let fd: Int32
@@ -51,17 +65,7 @@ public final class RawConnection: @unchecked Sendable {
 
     public init(path: String) throws {
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-            let bytes = Array(path.utf8)
-            buffer.copyBytes(from: bytes)
-            buffer[bytes.count] = 0
-        }
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard result == 0 else {
+        guard withUnixAddress(path, { connect(fd, $0, $1) }) == 0 else {
             close(fd)
             throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
         }
