@@ -42,6 +42,8 @@ struct MountControlTests {
         #expect(eventually { (try? fixture.state(of: "Level2")) == "in-use" }, "held tag not in use")
         let open = try #require(FileHandle(forReadingAtPath: fixture.mountpoint + "/big.bin"))
         defer { try? open.close() }
+        // A progressive open returns with the first chunk verified; let the rest arrive.
+        #expect(eventually { (try? fixture.state(of: "Big")) == "in-use" }, "open file's pack not in use")
         _ = try fixture.odrfs(["request", fixture.mountpoint, "Level1"])
         #expect(try fixture.state(of: "Level1") == "downloaded")
 
