@@ -40,6 +40,13 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The daemon's threads for blocking calls (NIOThreadPool), and deadlines for calls that may hang.
+        .target(
+            name: "ODRFSRuntime",
+            dependencies: [
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
         // Concepts and formats: tags, packs, the manifest, the file index, the pack container. No policy.
         .target(
             name: "ODRFSCore",
@@ -72,6 +79,7 @@ let package = Package(
             name: "ODRFSFetch",
             dependencies: [
                 "ODRFSCore",
+                "ODRFSRuntime",
                 "ODRFSStore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -100,6 +108,7 @@ let package = Package(
             name: "ODRFSMount",
             dependencies: [
                 "FUSEKit",
+                "ODRFSRuntime",
                 "ODRFSCore",
                 "ODRFSStore",
                 "ODRFSFetch",
@@ -142,13 +151,17 @@ let package = Package(
             .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .testTarget(name: "ODRFSMountTests", dependencies: ["ODRFSMount", "ODRFSCore", "ODRFSStore", "ODRFSFetch", "ODRFSBuild", "CFuse3", "TestSupport"]),
+        .testTarget(name: "ODRFSMountTests", dependencies: [
+            "ODRFSMount", "ODRFSCore", "ODRFSStore", "ODRFSFetch", "ODRFSBuild", "ODRFSRuntime", "CFuse3", "TestSupport",
+            .product(name: "NIOCore", package: "swift-nio"),
+        ]),
         // Real mounts driven through the built `odrfs` binary and real tools.
         .testTarget(name: "MountTests", dependencies: ["ODRFSCore", "ODRFSMount", "FUSEKit", "ODRFSControl", "ODRFSClient", "CFuse3", "TestSupport"]),
         // The control plane: the socket protocol, its server (driven by a ControlService) and client.
         .target(
             name: "ODRFSControl",
             dependencies: [
+                "ODRFSCore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import ODRFSCore
 
 /// Per-mount runtime files, found from the mountpoint alone: the daemon's pid (so
 /// `odrfs unmount` can wait for it to finish) and its control socket.
@@ -51,16 +52,7 @@ public struct RuntimeDirectory: Sendable {
 
     /// The `user_id` of the FUSE mount at `absolutePath`, from /proc/self/mountinfo.
     static func mountOwner(_ absolutePath: String) -> uid_t? {
-        guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return nil }
-        for line in table.split(separator: "\n") {
-            let fields = line.split(separator: " ")
-            guard fields.count > 4, fields[4] == absolutePath[...],
-                  let separator = fields.firstIndex(of: "-"), separator + 3 < fields.count else { continue }
-            for option in fields[separator + 3].split(separator: ",") where option.hasPrefix("user_id=") {
-                return uid_t(option.dropFirst("user_id=".count))
-            }
-        }
-        return nil
+        MountTable.current().entry(at: absolutePath)?.fuseOwner
     }
 
     /// The runtime directory of the mount at `path`, which may be relative or go

@@ -11,7 +11,7 @@ extension HTTPOrigin {
         _ path: String,
         expectedBytes: ByteCount,
         transfer: inout TransferState,
-        consume: (UnsafeRawBufferPointer) throws(FetchError) -> Void
+        consume: (ByteBuffer) async throws(FetchError) -> Void
     ) async throws(AttemptFailure) {
         let shown = address.displayURL(for: path)
         if transfer.delivered > 0 {
@@ -44,12 +44,9 @@ extension HTTPOrigin {
                 guard transfer.delivered + Int64(chunk.readableBytes) <= expectedBytes.value else {
                     throw AttemptFailure.fatal(FetchError(.corrupt, "\(shown) on the origin is larger than the \(expectedBytes.value) bytes expected"))
                 }
-                var failure: FetchError?
-                chunk.withUnsafeReadableBytes { bytes in
-                    do throws(FetchError) { try consume(bytes) } catch { failure = error }
-                }
-                if let failure { throw AttemptFailure.fatal(failure) }
-                transfer.delivered += Int64(chunk.readableBytes)
+                let count = Int64(chunk.readableBytes)
+                do throws(FetchError) { try await consume(chunk) } catch { throw AttemptFailure.fatal(error) }
+                transfer.delivered += count
             }
         } catch let failure as AttemptFailure {
             throw failure

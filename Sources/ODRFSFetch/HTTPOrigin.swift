@@ -83,7 +83,7 @@ public final class HTTPOrigin: Origin {
     public func download(
         _ path: String,
         expectedBytes: ByteCount,
-        into consume: (UnsafeRawBufferPointer) throws(FetchError) -> Void
+        into consume: (ByteBuffer) async throws(FetchError) -> Void
     ) async throws(FetchError) {
         let shown = address.displayURL(for: path)
         var transfer = TransferState()

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOCore
 import ODRFSCore
 
 /// Where a bundle's dist dir lives: a local directory or an HTTP(S) server.
@@ -14,12 +15,13 @@ public protocol Origin: Sendable {
     /// Reads a whole small file such as `manifest.json`, refusing more than `limit` bytes.
     func data(at path: String, limit: ByteCount) async throws(FetchError) -> Data
 
-    /// Streams the file at `path` to `consume` in order, in chunks of any size.
-    /// Stops early with an error if the file is longer than `expectedBytes`.
+    /// Streams the file at `path` to `consume` in order, in chunks of any size; the next
+    /// chunk is not requested before `consume` returns (backpressure: the cache writes
+    /// at its own pace). Stops early with an error if the file is longer than `expectedBytes`.
     func download(
         _ path: String,
         expectedBytes: ByteCount,
-        into consume: (UnsafeRawBufferPointer) throws(FetchError) -> Void
+        into consume: (ByteBuffer) async throws(FetchError) -> Void
     ) async throws(FetchError)
 
     /// Releases connections and threads; the daemon calls it once at exit, after the last fetch.
@@ -35,8 +37,8 @@ extension Origin {
     /// Reads a small file whole through `download`, which already enforces the limit.
     public func data(at path: String, limit: ByteCount) async throws(FetchError) -> Data {
         var result = Data()
-        try await download(path, expectedBytes: limit) { (bytes: UnsafeRawBufferPointer) throws(FetchError) in
-            result.append(contentsOf: bytes)
+        try await download(path, expectedBytes: limit) { (bytes: ByteBuffer) throws(FetchError) in
+            result.append(contentsOf: bytes.readableBytesView)
         }
         return result
     }
@@ -45,7 +47,7 @@ extension Origin {
 /// Turns the user's `<origin>` argument into an `Origin`.
 public enum OriginLocator {
     /// Accepts a dist dir path, a `file://` URL, or an `http://`/`https://` URL of a dist dir.
-    /// `options` apply to HTTP(S) origins only.
+    /// `options` apply to HTTP(S) origins, except `fetchDeadline`, which bounds file origins too.
     public static func origin(
         for argument: String,
         options: OriginOptions = OriginOptions(),
@@ -62,6 +64,6 @@ public enum OriginLocator {
             }
             path = url.path
         }
-        return try FileOrigin(root: path)
+        return try FileOrigin(root: path, fetchDeadline: options.fetchDeadline)
     }
 }

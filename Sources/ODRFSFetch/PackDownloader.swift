@@ -2,7 +2,9 @@ import Crypto
 import Foundation
 import Logging
 import ODRFSCore
+import ODRFSRuntime
 import ODRFSStore
+import NIOCore
 
 /// Copies packs and the file index from an origin into the cache, verifying them
 /// while they stream and publishing only verified bytes.
@@ -14,12 +16,15 @@ public struct PackDownloader: Sendable {
     public let origin: any Origin
     public let store: PackStore
     public let chunkSize: ByteCount
+    /// Where writes, fsyncs and publication run (never on the cooperative pool).
+    public let io: IOExecutor
     private let logger: Logger
 
-    public init(origin: any Origin, store: PackStore, chunkSize: ByteCount, logger: Logger) {
+    public init(origin: any Origin, store: PackStore, chunkSize: ByteCount, io: IOExecutor = .cache, logger: Logger) {
         self.origin = origin
         self.store = store
         self.chunkSize = chunkSize
+        self.io = io
         self.logger = logger
     }
 
@@ -29,89 +34,112 @@ public struct PackDownloader: Sendable {
         public var received: ByteCount
         /// Leading bytes whose chunk hashes matched, already written: safe to serve.
         public var verified: ByteCount
-        /// The temporary file being written (the same inode is renamed into place).
-        public var temporaryPath: String
+        /// The file being written, with its own verified prefix; progressive readers read
+        /// it (the same inode is renamed into place when the pack is published).
+        public var file: VerifiedFile
     }
 
     /// Downloads `pack`, checks its size and every chunk hash (see `PackVerifier`),
     /// publishes it at `store.path(of: pack)` and records it in the cache index.
-    /// `progress` is called after the first write, whenever the verified prefix grows and
-    /// at least once per chunk of bytes received.
+    ///
+    /// Bytes are hashed as they arrive and written on the I/O executor; `progress` is
+    /// called on the I/O thread right after a write, so whatever it wakes (a FUSE reply
+    /// waiting for those bytes) runs there too, without waiting for a task to be
+    /// scheduled. It is called after the first write, whenever the verified prefix grows
+    /// and at least once per chunk of bytes received. The file's ``VerifiedFile`` has
+    /// already advanced when `progress` runs; marking it complete after publication is left
+    /// to the caller that records the pack as local.
     @discardableResult
-    public func fetch(_ pack: PackDescriptor, progress: (Progress) -> Void = { _ in }) async throws(FetchError) -> CachedPack {
-        let file = try temporaryFile(label: "pack")
-        var verifier = PackVerifier(expected: pack, chunkSize: chunkSize)
-        var reported: Progress?
-        try await origin.download(pack.file, expectedBytes: pack.bytes) { (bytes: UnsafeRawBufferPointer) throws(FetchError) in
-            verifier.update(bytes)
-            if let bad = verifier.firstMismatchedChunk {
-                // No point downloading the rest of a pack that is already known to be wrong.
-                throw FetchError(.corrupt, "pack '\(pack.id)' (\(pack.file)) from \(origin.displayName) failed verification: chunk \(bad) differs from the manifest")
-            }
-            try write(bytes, to: file)
-            // Waiters care about the verified prefix, which moves once per chunk; status
-            // about bytes received. Report the first write (it names the file), every new
-            // verified chunk, and otherwise about once per chunk of bytes.
-            let verified = verifier.verifiedPrefix
-            if reported == nil || verified != reported!.verified || verifier.bytesReceived.value - reported!.received.value >= chunkSize.value {
-                let now = Progress(received: verifier.bytesReceived, verified: verified, temporaryPath: file.path)
-                reported = now
-                progress(now)
+    public func fetch(_ pack: PackDescriptor, progress: @escaping @Sendable (Progress) -> Void = { _ in }) async throws(FetchError) -> CachedPack {
+        let store = self.store
+        let file = try await io.run { () throws(FetchError) -> TemporaryFile in
+            do throws(StoreError) {
+                return try store.makeTemporaryFile(label: "pack", readableSize: pack.bytes.value)
+            } catch {
+                throw Self.localError(error)
             }
         }
+        guard let readable = file.verified else { throw FetchError(.localIO, "cache: no readable download file") }
+        var verifier = PackVerifier(expected: pack, chunkSize: chunkSize)
+        var reported: (received: Int64, verified: Int64)?
+        let chunkBytes = chunkSize.value
         do {
+            try await origin.download(pack.file, expectedBytes: pack.bytes) { (bytes: ByteBuffer) async throws(FetchError) in
+                bytes.withUnsafeReadableBytes { verifier.update($0) }
+                if let bad = verifier.firstMismatchedChunk {
+                    // No point downloading the rest of a pack that is already known to be wrong.
+                    throw FetchError(.corrupt, "pack '\(pack.id)' (\(pack.file)) from \(origin.displayName) failed verification: chunk \(bad) differs from the manifest")
+                }
+                // Waiters care about the verified prefix, which moves once per chunk; status
+                // about bytes received. Report the first write (it names the file), every new
+                // verified chunk, and otherwise about once per chunk of bytes.
+                let received = verifier.bytesReceived.value
+                let verified = verifier.verifiedPrefix.value
+                let report = reported == nil || verified != reported!.verified || received - reported!.received >= chunkBytes
+                if report { reported = (received, verified) }
+                try await io.run { () throws(FetchError) in
+                    try Self.write(bytes, to: file)
+                    guard report else { return }
+                    readable.advance(to: verified)
+                    progress(Progress(received: ByteCount(received), verified: ByteCount(verified), file: readable))
+                }
+            }
             try verifier.finish()
+        } catch let error as FetchError {
+            file.discard()
+            throw error
         } catch {
             file.discard()
             throw FetchError(.corrupt, "pack '\(pack.id)' (\(pack.file)) from \(origin.displayName) failed verification: \(error)")
         }
-        do {
-            return try store.publish(file, as: pack, at: Date())
-        } catch {
-            throw Self.localError(error)
+        return try await io.run { () throws(FetchError) -> CachedPack in
+            do throws(StoreError) {
+                return try store.publish(file, as: pack, at: Date())
+            } catch {
+                throw Self.localError(error)
+            }
         }
     }
 
     /// Downloads the file index and checks its size and SHA-256.
     public func fetch(_ index: IndexReference) async throws(FetchError) {
-        let file = try temporaryFile(label: "index")
+        let store = self.store
+        let file = try await io.run { () throws(FetchError) -> TemporaryFile in
+            do throws(StoreError) {
+                return try store.makeTemporaryFile(label: "index")
+            } catch {
+                throw Self.localError(error)
+            }
+        }
         var hasher = SHA256()
         var done: Int64 = 0
-        try await origin.download(index.file, expectedBytes: index.bytes) { (bytes: UnsafeRawBufferPointer) throws(FetchError) in
-            hasher.update(bufferPointer: bytes)
-            try write(bytes, to: file)
-            done += Int64(bytes.count)
+        try await origin.download(index.file, expectedBytes: index.bytes) { (bytes: ByteBuffer) async throws(FetchError) in
+            bytes.withUnsafeReadableBytes { hasher.update(bufferPointer: $0) }
+            done += Int64(bytes.readableBytes)
+            try await io.run { () throws(FetchError) in try Self.write(bytes, to: file) }
         }
         let digest = ContentHash(digest: hasher.finalize())
         guard done == index.bytes.value, digest == index.sha256 else {
             file.discard()
             throw FetchError(.corrupt, "file index \(index.file) from \(origin.displayName) is damaged: got \(done) bytes with SHA-256 \(digest.hex), manifest says \(index.bytes.value) bytes with \(index.sha256.hex)")
         }
-        try publish(file, to: store.path(of: index))
-    }
-
-    private func temporaryFile(label: String) throws(FetchError) -> TemporaryFile {
-        do {
-            return try store.makeTemporaryFile(label: label)
-        } catch {
-            throw Self.localError(error)
+        let destination = store.path(of: index)
+        try await io.run { () throws(FetchError) in
+            do throws(StoreError) {
+                try store.publish(file, to: destination)
+            } catch {
+                throw Self.localError(error)
+            }
         }
     }
 
-    private func write(_ bytes: UnsafeRawBufferPointer, to file: TemporaryFile) throws(FetchError) {
-        do {
-            try file.write(bytes)
-        } catch {
-            throw Self.localError(error)
+    /// Blocking: runs on the I/O executor.
+    private static func write(_ bytes: ByteBuffer, to file: TemporaryFile) throws(FetchError) {
+        var failure: StoreError?
+        bytes.withUnsafeReadableBytes { buffer in
+            do throws(StoreError) { try file.write(buffer) } catch { failure = error }
         }
-    }
-
-    private func publish(_ file: TemporaryFile, to destination: String) throws(FetchError) {
-        do {
-            try store.publish(file, to: destination)
-        } catch {
-            throw Self.localError(error)
-        }
+        if let failure { throw localError(failure) }
     }
 
     private static func localError(_ error: StoreError) -> FetchError {

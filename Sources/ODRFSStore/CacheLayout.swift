@@ -11,6 +11,7 @@ import ODRFSCore
 /// <root>/index/<sha>.odrx  verified file indexes
 /// <root>/packs/<sha>.tar   verified packs, named by content like on the origin
 /// <root>/tmp/            downloads in progress; emptied at startup
+/// <root>/trash/          evicted packs waiting to be unlinked off the lock; emptied at startup
 /// <root>/odrfs.log       the daemon's log
 /// ```
 /// Names are content addresses, so a file under `packs/` is either a complete,
@@ -25,6 +26,7 @@ public struct CacheLayout: Sendable {
     public var packsDirectory: String { root + "/packs" }
     public var indexDirectory: String { root + "/index" }
     public var temporaryDirectory: String { root + "/tmp" }
+    public var trashDirectory: String { root + "/trash" }
     public var lockFile: String { root + "/lock" }
     public var indexFile: String { root + "/index.sqlite" }
     public var manifestFile: String { root + "/" + Manifest.fileName }

@@ -23,7 +23,7 @@ public final class PackStore: Sendable {
     /// Opens (creating if needed) the cache at `root` and takes its lock.
     public init(root: String, logger: Logger) throws(StoreError) {
         let layout = CacheLayout(root: root)
-        for directory in [layout.root, layout.packsDirectory, layout.indexDirectory, layout.temporaryDirectory] {
+        for directory in [layout.root, layout.packsDirectory, layout.indexDirectory, layout.temporaryDirectory, layout.trashDirectory] {
             try Self.makeDirectory(directory)
         }
         let fd = open(layout.lockFile, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
@@ -96,13 +96,23 @@ public final class PackStore: Sendable {
     public func path(of index: IndexReference) -> String { layout.path(of: index) }
 
     /// A new, empty file under `tmp/` for a download in progress.
-    public func makeTemporaryFile(label: String) throws(StoreError) -> TemporaryFile {
+    /// Blocking: call it on the I/O executor. With `readableSize`, the file also gets a
+    /// read-only ``VerifiedFile`` of that final size for progressive readers.
+    public func makeTemporaryFile(label: String, readableSize: Int64? = nil) throws(StoreError) -> TemporaryFile {
         var template = Array("\(layout.temporaryDirectory)/\(label).XXXXXX".utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         if fd >= 0 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         guard fd >= 0 else { throw StoreError.system("cannot create temporary file in", path: layout.temporaryDirectory) }
         let path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-        return TemporaryFile(path: path, descriptor: fd)
+        guard let readableSize else { return TemporaryFile(path: path, descriptor: fd) }
+        let reader = open(path, O_RDONLY | O_CLOEXEC)
+        guard reader >= 0 else {
+            let error = StoreError.system("cannot open for reading", path: path)
+            Glibc.close(fd)
+            unlink(path)
+            throw error
+        }
+        return TemporaryFile(path: path, descriptor: fd, verified: VerifiedFile(descriptor: reader, size: readableSize, verified: 0))
     }
 
     /// Makes a fully written and verified temporary file durable and visible at
@@ -167,10 +177,34 @@ public final class PackStore: Sendable {
     }
 
     private func removeTemporaryFiles() {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: layout.temporaryDirectory) else { return }
+        if let names = try? FileManager.default.contentsOfDirectory(atPath: layout.temporaryDirectory) {
+            for name in names {
+                logger.info("removing partial download left by an earlier run", metadata: ["file": "\(name)"])
+                unlink(layout.temporaryDirectory + "/" + name)
+            }
+        }
+        emptyTrash()
+    }
+
+    /// Moves the cached copy of the pack named `sha256` out of `packs/` into `trash/`
+    /// (one `rename(2)`, cheap enough to do under the resource manager's lock): from then on
+    /// no open finds it and a new download of the same pack can be published without
+    /// being deleted by a late unlink. Open descriptors keep reading the old inode.
+    /// Returns whether a file was moved.
+    @discardableResult
+    public func moveToTrash(sha256: String) -> Bool {
+        let name = sha256 + ".tar"
+        let trashed = layout.trashDirectory + "/" + name + "." + String(Self.trashCounter.wrappingAdd(1, ordering: .relaxed).oldValue)
+        return rename(layout.packsDirectory + "/" + name, trashed) == 0
+    }
+
+    private static let trashCounter = Atomic<UInt64>(0)
+
+    /// Deletes everything in `trash/`. Blocking (unlink of large files): run it on the I/O executor.
+    public func emptyTrash() {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: layout.trashDirectory) else { return }
         for name in names {
-            logger.info("removing partial download left by an earlier run", metadata: ["file": "\(name)"])
-            unlink(layout.temporaryDirectory + "/" + name)
+            unlink(layout.trashDirectory + "/" + name)
         }
     }
 

@@ -1,18 +1,24 @@
 import Foundation
+import Synchronization
 
 /// A download in progress under the cache's `tmp/`. It is either published into
 /// place by `PackStore.publish` or discarded; dropping it unpublished deletes it,
 /// so a failed or cancelled download never leaves a partial file behind.
 ///
-/// Not Sendable: one download task owns it from creation to publication.
-public final class TemporaryFile {
+/// One download task owns it from creation to publication; it is Sendable so that its
+/// blocking writes can run on the I/O executor.
+public final class TemporaryFile: Sendable {
     public let path: String
     public let descriptor: Int32
-    private var isOpen = true
+    /// For pack downloads: the same file opened read-only, with its verified prefix, for
+    /// readers that open the pack before it is complete (progressive open).
+    public let verified: VerifiedFile?
+    private let isOpen = Atomic<Bool>(true)
 
-    init(path: String, descriptor: Int32) {
+    init(path: String, descriptor: Int32, verified: VerifiedFile? = nil) {
         self.path = path
         self.descriptor = descriptor
+        self.verified = verified
     }
 
     /// Appends all of `bytes`, retrying short and interrupted writes.
@@ -30,17 +36,19 @@ public final class TemporaryFile {
 
     /// Deletes the file now.
     public func discard() {
-        guard isOpen else { return }
-        isOpen = false
+        guard isOpen.exchange(false, ordering: .acquiringAndReleasing) else { return }
         close(descriptor)
         unlink(path)
+        // `verified` is failed by the download's owner (the resource manager) once it has
+        // recorded the failure, so that no reader learns of it before status does.
     }
 
     /// Called once the file has been renamed into place: only the descriptor goes.
     func markPublished() {
-        guard isOpen else { return }
-        isOpen = false
+        guard isOpen.exchange(false, ordering: .acquiringAndReleasing) else { return }
         close(descriptor)
+        // `verified` is completed by whoever records the pack as local (the resource
+        // manager), so that no reader gets the last bytes before status says so.
     }
 
     deinit {

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import Logging
 import ODRFSCore
 import ODRFSFetch
@@ -39,8 +40,8 @@ extension HTTPOrigin {
     /// Downloads `path` into memory, as the pack downloader would stream it to disk.
     func bytes(of path: String, expected: Int) async throws(FetchError) -> [UInt8] {
         var result: [UInt8] = []
-        try await download(path, expectedBytes: ByteCount(Int64(expected))) { (chunk: UnsafeRawBufferPointer) throws(FetchError) in
-            result.append(contentsOf: chunk)
+        try await download(path, expectedBytes: ByteCount(Int64(expected))) { (chunk: ByteBuffer) throws(FetchError) in
+            result.append(contentsOf: chunk.readableBytesView)
         }
         return result
     }

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import ODRFSCore
 import ODRFSServer
 import Testing
@@ -27,8 +28,8 @@ struct LoopbackThroughput {
                 for _ in 1...3 {
                     var received = 0
                     let start = ContinuousClock.now
-                    try await origin.download("packs/big.tar", expectedBytes: ByteCount(Int64(size))) { (chunk: UnsafeRawBufferPointer) throws(FetchError) in
-                        received += chunk.count
+                    try await origin.download("packs/big.tar", expectedBytes: ByteCount(Int64(size))) { (chunk: ByteBuffer) throws(FetchError) in
+                        received += chunk.readableBytes
                     }
                     let elapsed = ContinuousClock.now - start
                     let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import ODRFSCore
 import ODRFSFetch
 import Synchronization
@@ -65,7 +66,7 @@ final class FakeOrigin: Origin {
         return Data(bytes)
     }
 
-    func download(_ path: String, expectedBytes: ByteCount, into consume: (UnsafeRawBufferPointer) throws(FetchError) -> Void) async throws(FetchError) {
+    func download(_ path: String, expectedBytes: ByteCount, into consume: (ByteBuffer) async throws(FetchError) -> Void) async throws(FetchError) {
         state.withLock { $0.started += 1 }
         await gate.wait()
         if Task.isCancelled { throw FetchError(.cancelled, "cancelled") }
@@ -82,10 +83,7 @@ final class FakeOrigin: Origin {
                 await midGate.wait()
                 if Task.isCancelled { throw FetchError(.cancelled, "cancelled") }
             }
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: piece.count, alignment: 1)
-            defer { buffer.deallocate() }
-            buffer.copyBytes(from: piece)
-            try consume(UnsafeRawBufferPointer(buffer))
+            try await consume(ByteBuffer(bytes: piece))
         }
     }
 }

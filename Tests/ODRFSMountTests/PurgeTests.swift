@@ -75,7 +75,7 @@ struct PurgeTests {
         let limits = CacheLimits(budget: ByteCount(3_100))
         do {
             let manager = try makeManager(cache: cache.path, limits: limits)
-            try manager.setPreservationPriority(0.9, for: Tag("Level1"))
+            manager.setPreservationPriority(0.9, for: Tag("Level1"))
             for n in 1...4 {
                 tick()
                 try await manager.retain(level(n))
@@ -84,7 +84,7 @@ struct PurgeTests {
             // Fetching Level4 needed room: Level1 is the oldest but has the highest
             // priority, so Level2 and Level3 (priority 0) went instead.
             #expect(localLevels(manager) == [1, 4])
-            manager.shutdown()
+            await manager.shutdown()
         }
         let restarted = try makeManager(cache: cache.path, limits: limits)
         #expect(restarted.preservationPriority(of: Tag("Level1")) == 0.9)

@@ -114,7 +114,7 @@ struct ResourceManagerTests {
         let origin = FakeOrigin(files: bundle.files)
         let now = Mutex(Date(timeIntervalSince1970: 1_000))
         let manager = try makeManager(origin: origin, cache: cache.path, clock: { now.withLock { $0 } })
-        #expect(manager.retainIfVerified(level1, prefix: 1) == nil)
+        #expect(manager.openReaderIfReady(level1, prefix: 1) == nil)
         try await manager.makeLocal(level1)
         #expect(manager.state(of: level1) == .downloaded)
         #expect(manager.status()[1].lastAccess == nil)
@@ -122,11 +122,13 @@ struct ResourceManagerTests {
         #expect(manager.status()[1].retainCount == 0)
         // Kept to the millisecond, as the cache index stores it, so a remount shows the same time.
         now.withLock { $0 = Date(timeIntervalSince1970: 2_000.9996) }
-        #expect(manager.retainIfVerified(level1, prefix: .max) == .local(path: manager.path(of: level1)))
+        let reader = try #require(manager.openReaderIfReady(level1, prefix: .max))
+        #expect(reader.file.isComplete)
         #expect(manager.status()[1].lastAccess == Date(timeIntervalSince1970: 2_000.999))
         #expect(manager.state(of: level1) == .inUse)
-        manager.release(level1)
-        #expect(manager.state(of: level1) == .downloaded)
+        reader.close()
+        reader.close()
+        #expect(manager.state(of: level1) == .downloaded, "a reader's close is idempotent")
     }
 
     @Test("packs already in the cache are local at startup; no download happens")
@@ -136,7 +138,7 @@ struct ResourceManagerTests {
         do {
             let manager = try makeManager(origin: origin, cache: cache.path)
             try await manager.makeLocal(level1)
-            manager.shutdown()
+            await manager.shutdown()
         }
         let restarted = try makeManager(origin: origin, cache: cache.path)
         #expect(restarted.state(of: level1) == .downloaded)

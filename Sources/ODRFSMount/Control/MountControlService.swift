@@ -85,11 +85,7 @@ public final class MountControlService: ControlService {
         }
         for name in tags { try requireTag(name) }
         for name in tags {
-            do {
-                try manager.setPreservationPriority(value, for: Tag(name))
-            } catch {
-                throw ControlError(.internalError, "cannot save the priority of '\(name)': \(error)")
-            }
+            manager.setPreservationPriority(value, for: Tag(name))
         }
         logger.info("preservation priority set", metadata: ["tags": "\(tags)", "priority": "\(value)"])
     }
@@ -103,7 +99,8 @@ public final class MountControlService: ControlService {
                 throw Self.controlError(error)
             }
         }
-        let report = manager.purgeNow { pack in selected?.contains(pack.rawValue) ?? true }
+        let chosen = selected
+        let report = await manager.purge { pack in chosen?.contains(pack.rawValue) ?? true }
         return PurgeSummary(
             evicted: report.evicted.map { PurgeSummary.EvictedPack(id: $0.id, bytes: $0.bytes) },
             kept: report.kept.map(\.rawValue)
@@ -155,7 +152,7 @@ public final class MountControlService: ControlService {
             case .noSpace: return ControlError(.outOfSpace, error.description)
             case .cancelled: return ControlError(.cancelled, error.description)
             case .unreachable, .unauthorized, .invalidOrigin, .unsupported: return ControlError(.originUnreachable, error.description)
-            case .notFound, .corrupt, .localIO: return ControlError(.resourceUnavailable, error.description)
+            case .notFound, .corrupt, .localIO, .tooManyOpenFiles: return ControlError(.resourceUnavailable, error.description)
             }
         }
     }

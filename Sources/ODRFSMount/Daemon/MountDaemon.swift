@@ -156,10 +156,7 @@ public final class MountDaemon: Sendable {
     private static func raiseReadahead(mountpoint: String, logger: Logger) {
         // Not stat(2): the session does not serve requests yet, a stat would hang.
         // mountinfo's third field is the mount's device, "major:minor".
-        guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8),
-              let line = table.split(separator: "\n").last(where: { $0.split(separator: " ").count > 4 && $0.split(separator: " ")[4] == mountpoint[...] })
-        else { return }
-        let device = line.split(separator: " ")[2]
+        guard let device = MountTable.current().entry(at: mountpoint)?.device else { return }
         let path = "/sys/class/bdi/\(device)/read_ahead_kb"
         do {
             try "\(readaheadKiB)\n".write(toFile: path, atomically: false, encoding: .utf8)
@@ -226,7 +223,7 @@ public final class MountDaemon: Sendable {
         await control.stop()
         prefetch.cancel()
         maintenance.cancel()
-        manager.shutdown()
+        await manager.shutdown()
         runtime.removePID()
         await origin.shutdown()
         logger.info("unmounted", metadata: ["mountpoint": "\(mountpoint)"])

@@ -1,4 +1,5 @@
 import Foundation
+import ODRFSCore
 
 /// Checks a mountpoint before anything is downloaded, so a typo fails in
 /// milliseconds with a precise message instead of after the initial install.
@@ -33,31 +34,8 @@ enum Mountpoint {
         return absolute
     }
 
-    /// Whether `absolutePath` is the mount point of some filesystem, per /proc/self/mountinfo.
+    /// Whether `absolutePath` is the mount point of some filesystem, per the mount table.
     static func isMounted(_ absolutePath: String) -> Bool {
-        guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return false }
-        for line in table.split(separator: "\n") {
-            let fields = line.split(separator: " ")
-            guard fields.count > 4 else { continue }
-            if unescape(String(fields[4])) == absolutePath { return true }
-        }
-        return false
-    }
-
-    /// mountinfo escapes space, tab, newline and backslash as octal `\ooo`.
-    private static func unescape(_ field: String) -> String {
-        guard field.contains("\\") else { return field }
-        var bytes: [UInt8] = []
-        var utf8 = Array(field.utf8)[...]
-        while let byte = utf8.popFirst() {
-            if byte == UInt8(ascii: "\\"), utf8.count >= 3,
-               let value = UInt8(String(decoding: utf8.prefix(3), as: UTF8.self), radix: 8) {
-                bytes.append(value)
-                utf8 = utf8.dropFirst(3)
-            } else {
-                bytes.append(byte)
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
+        MountTable.current().entry(at: absolutePath) != nil
     }
 }

@@ -9,14 +9,16 @@ import ODRFSCore
 /// How requests flow:
 /// - Metadata (lookup, getattr, readdir, readlink, xattrs, statfs) is answered from
 ///   the memory-mapped file index and never fetches anything.
-/// - open() of a file whose pack is local retains the pack and answers at once. If
-///   the pack is remote the request is detached and answered from a task once the
-///   resource manager has the pack; other requests keep being served meanwhile. A
-///   FUSE interrupt cancels only that waiter.
+/// - open() asks the resource manager for a `PackReader` (a retain plus the pack file
+///   with its verified prefix). If the file's first bytes are verified it answers at
+///   once; otherwise the request is detached and answered by the manager's callback,
+///   from the I/O thread that verified the bytes — no task has to be scheduled. A FUSE
+///   interrupt withdraws only that waiter and answers EINTR from the interrupt path.
 /// - read() replies with a descriptor-backed buffer (splice when the kernel allows)
-///   at the file's offset inside its pack; `keep_cache` lets repeat reads come from
-///   the page cache. The file handle is the pack's descriptor.
-/// - release() closes the descriptor and drops the retain.
+///   at the file's offset inside its pack, but only below the verified prefix of the
+///   reader's own file; past it, the reply waits for those bytes (same callbacks).
+///   `keep_cache` lets repeat reads come from the page cache.
+/// - release() drops the handle's reader, which drops the retain.
 ///
 /// This type holds no policy: decisions about packs live in `ResourceManager`, and
 /// errors become errnos in one place, `Errno.init(mapping:)`.
@@ -27,6 +29,7 @@ public final class BundleFileSystem: FUSEFileSystem {
     let inodes: InodeMap
     let attributes: AttributeFactory
     let virtualFiles = VirtualFileTable()
+    let readers = ReaderTable()
 
     public init(index: FileIndex, manager: ResourceManager, logger: Logger) {
         self.index = index

@@ -13,6 +13,7 @@ extension Errno {
         switch error.kind {
         case .noSpace: self = .noSpace
         case .cancelled: self = .interrupted
+        case .tooManyOpenFiles: self = .tooManyOpenFiles
         case .invalidOrigin, .unsupported, .unreachable, .notFound, .unauthorized, .corrupt, .localIO: self = .ioError
         }
     }

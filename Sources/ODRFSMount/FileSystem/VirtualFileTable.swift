@@ -4,8 +4,7 @@ import Synchronization
 /// Open handles of virtual files (`.odrfs/status`): each open gets a snapshot of
 /// the content, so a reader sees one consistent table however it reads.
 ///
-/// Pack files use their descriptor as the handle; virtual handles set the top bit,
-/// which no descriptor has.
+/// Virtual handles set the top bit, which no `ReaderTable` handle has.
 final class VirtualFileTable: Sendable {
     private static let marker: UInt64 = 1 << 63
     private let state = Mutex<(next: UInt64, contents: [UInt64: [UInt8]])>((0, [:]))

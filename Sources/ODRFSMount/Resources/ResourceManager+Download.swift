@@ -2,62 +2,77 @@ import Foundation
 import Logging
 import ODRFSCore
 import ODRFSFetch
+import ODRFSStore
+
+/// What `join` did with a caller.
+enum JoinOutcome {
+    /// No wait needed: the pack is local (file nil) or its prefix already verified in `file`.
+    /// The retain, if asked for, is taken.
+    case ready(VerifiedFile?)
+    /// Registered: `resume` will be called.
+    case waiting
+    /// Nothing is downloading the pack and the caller asked not to start one, or the
+    /// caller asked not to wait (`registers: false`).
+    case unavailable
+}
 
 extension ResourceManager {
-    /// Joins (or starts) the download of `pack` as a cancellable waiter.
-    func acquire(_ pack: PackNumber, retains: Bool, priority: DownloadPriority, prefix: Int64? = nil, startIfNeeded: Bool = true) async throws(FetchError) {
-        let index = Int(pack.rawValue)
-        let now = clock()
-        // Fast path: no continuation, no task.
-        let wasLocal = state.withLock { state -> Bool in
-            guard state.slots[index].isLocal else { return false }
-            if retains { retain(index, in: &state, at: now) }
-            return true
-        }
-        if wasLocal { return }
-
-        let waiterID = state.withLock { state -> UInt64 in
-            state.nextWaiterID += 1
-            return state.nextWaiterID
-        }
-        do {
-            try await withTaskCancellationHandler {
-                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                    register(waiterID, on: pack, retains: retains, priority: priority, prefix: prefix, startIfNeeded: startIfNeeded, continuation: continuation)
+    /// Async form of `join`: makes `pack` local (or its first `prefix` bytes verified),
+    /// retaining it if asked. A cancelled task withdraws only its own wait; the download
+    /// goes on for the others.
+    @discardableResult
+    func acquire(_ pack: PackNumber, retains: Bool, priority: DownloadPriority, prefix: Int64? = nil,
+                 startIfNeeded: Bool = true) async throws(FetchError) -> VerifiedFile? {
+        let waiterID = VerifiedFile.makeWaiterID()
+        let gate = ResumeGate()
+        let result: Result<VerifiedFile?, FetchError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<VerifiedFile?, FetchError>, Never>) in
+                gate.arm(continuation)
+                if Task.isCancelled {
+                    gate.resume(.failure(FetchError(.cancelled, "gave up waiting for pack '\(manifest.pack(pack).id)'")))
+                    return
                 }
-            } onCancel: {
-                cancelWaiter(waiterID, on: pack)
+                switch join(pack, retains: retains, priority: priority, prefix: prefix, startIfNeeded: startIfNeeded,
+                            waiter: waiterID, resume: { gate.resume($0) }) {
+                case .ready(let file): gate.resume(.success(file))
+                case .waiting:
+                    // The cancellation handler may have run before the waiter existed and
+                    // found nothing; the flag was set before it ran, so look again.
+                    if Task.isCancelled { cancelWaiter(waiterID, on: pack) }
+                case .unavailable:
+                    gate.resume(.failure(FetchError(.corrupt, "pack '\(manifest.pack(pack).id)' is no longer being downloaded")))
+                }
             }
-        } catch let error as FetchError {
-            throw error
-        } catch {
-            throw FetchError(.cancelled, "gave up waiting for pack '\(manifest.pack(pack).id)'")
+        } onCancel: {
+            cancelWaiter(waiterID, on: pack)
         }
+        return try result.get()
     }
 
-    private func register(
-        _ waiterID: UInt64, on pack: PackNumber, retains: Bool, priority: DownloadPriority,
-        prefix: Int64?, startIfNeeded: Bool, continuation: CheckedContinuation<Void, any Error>
-    ) {
+    /// Joins (or starts) the download of `pack`. Returns `.ready` when no wait is needed;
+    /// otherwise `resume` is called exactly once later (or now, from this thread, if the
+    /// pack became ready meanwhile). Withdraw with `cancelWaiter`.
+    func join(
+        _ pack: PackNumber, retains: Bool, priority: DownloadPriority, prefix: Int64?, startIfNeeded: Bool,
+        registers: Bool = true,
+        waiter waiterID: UInt64, resume: @escaping @Sendable (Result<VerifiedFile?, FetchError>) -> Void
+    ) -> JoinOutcome {
         let index = Int(pack.rawValue)
         let now = clock()
-        enum Outcome { case resumeNow, resumeCancelled, unavailable, waiting, raise(UInt64), startDownload }
+        enum Outcome { case ready(VerifiedFile?), unavailable, waiting, raise(UInt64), startDownload }
         let outcome = state.withLock { state -> Outcome in
             if state.slots[index].isLocal {
-                // Became local between the fast path and now.
                 if retains { retain(index, in: &state, at: now) }
-                return .resumeNow
+                return .ready(nil)
             }
-            // The cancellation handler may have run before we registered; it found
-            // nothing to cancel, so honour it here (same lock, flag set before handler).
-            if Task.isCancelled { return .resumeCancelled }
-            if let prefix, let download = state.slots[index].download, download.verifiedBytes >= prefix {
-                // The bytes this reader needs are already proven.
+            if let prefix, let download = state.slots[index].download, let file = download.file, download.verifiedBytes >= prefix {
+                // The bytes this reader needs are already proven in the file being written.
                 state.slots[index].download?.earlyReaders += 1
                 if retains { retain(index, in: &state, at: now) }
-                return .resumeNow
+                return .ready(file)
             }
-            let waiter = Waiter(continuation: continuation, retains: retains, prefix: prefix)
+            guard registers else { return .unavailable }
+            let waiter = Waiter(retains: retains, prefix: prefix, resume: resume)
             if state.slots[index].download == nil {
                 guard startIfNeeded else { return .unavailable }
                 state.slots[index].download = Download(waiters: [waiterID: waiter], priority: priority, ticket: downloads.makeTicket())
@@ -73,22 +88,22 @@ extension ResourceManager {
             return .waiting
         }
         switch outcome {
-        case .resumeNow:
-            continuation.resume()
-        case .resumeCancelled:
-            continuation.resume(throwing: CancellationError())
-        case .unavailable:
-            continuation.resume(throwing: FetchError(.corrupt, "pack '\(manifest.pack(pack).id)' is no longer being downloaded"))
-        case .waiting:
-            break
+        case .ready(let file): return .ready(file)
+        case .unavailable: return .unavailable
+        case .waiting: return .waiting
         case .raise(let ticket):
             downloads.raise(ticket, to: priority)
+            return .waiting
         case .startDownload:
             startDownload(pack)
+            return .waiting
         }
     }
 
-    private func cancelWaiter(_ waiterID: UInt64, on pack: PackNumber) {
+    /// Withdraws a waiter (a FUSE interrupt, a cancelled task): it is resumed with
+    /// `.cancelled` at once. The last waiter to leave a download that no reader holds
+    /// cancels it.
+    func cancelWaiter(_ waiterID: UInt64, on pack: PackNumber) {
         let (waiter, abandoned) = state.withLock { state -> (Waiter?, Task<Void, Never>?) in
             let index = Int(pack.rawValue)
             let waiter = state.slots[index].download?.waiters.removeValue(forKey: waiterID)
@@ -96,7 +111,7 @@ extension ResourceManager {
                 && state.slots[index].download?.earlyReaders == 0
             return (waiter, abandoned ? state.slots[index].download?.task : nil)
         }
-        waiter?.continuation.resume(throwing: CancellationError())
+        waiter?.resume(.failure(FetchError(.cancelled, "gave up waiting for pack '\(manifest.pack(pack).id)'")))
         if let abandoned {
             logger.info("download abandoned by its last waiter", metadata: ["pack.id": "\(manifest.pack(pack).id)"])
             abandoned.cancel()
@@ -122,7 +137,7 @@ extension ResourceManager {
                     throw FetchError(.cancelled, "download of pack '\(descriptor.id)' abandoned before it started")
                 }
                 defer { downloads.release(ticket) }
-                try makeRoom(for: pack)
+                try await io.run { () throws(FetchError) in try self.makeRoom(for: pack) }
                 try await downloader.fetch(descriptor) { progress in
                     self.advance(pack, to: progress)
                 }
@@ -138,14 +153,15 @@ extension ResourceManager {
     }
 
     /// Records download progress and releases the progressive waiters whose bytes are
-    /// now proven (they are retained here, under the lock, like at the end).
+    /// now proven (retained here, under the lock, like at the end). Runs on the I/O
+    /// thread that wrote the bytes, so the FUSE replies it triggers go out from there.
     private func advance(_ pack: PackNumber, to progress: PackDownloader.Progress) {
         let index = Int(pack.rawValue)
         let now = clock()
         let ready = state.withLock { state -> [Waiter] in
             guard state.slots[index].download != nil else { return [] }
             state.slots[index].download!.bytesDone = progress.received.value
-            state.slots[index].download!.temporaryPath = progress.temporaryPath
+            state.slots[index].download!.file = progress.file
             guard progress.verified.value > state.slots[index].download!.verifiedBytes else { return [] }
             state.slots[index].download!.verifiedBytes = progress.verified.value
             var ready: [Waiter] = []
@@ -158,21 +174,27 @@ extension ResourceManager {
             }
             return ready
         }
-        ready.forEach { $0.continuation.resume() }
+        for waiter in ready { waiter.resume(.success(progress.file)) }
     }
 
     private func finishDownload(_ pack: PackNumber, result: Result<Void, FetchError>, duration: Duration) {
         let index = Int(pack.rawValue)
         let now = clock()
-        enum Next { case finished([Waiter]), restart }
+        enum Next { case finished([Waiter], VerifiedFile?), restart(VerifiedFile?) }
         let next = state.withLock { state -> Next in
             let waiters = Array(state.slots[index].download?.waiters.values ?? [:].values)
+            let file = state.slots[index].download?.file
             if case .failure(let error) = result, error.kind == .cancelled, !waiters.isEmpty {
-                // Callers joined after the last one left and the download was cancelled: start over for them.
+                // Callers joined after the last one left and the download was cancelled:
+                // start over for them, in a new file with its own verified prefix.
+                let abandoned = state.slots[index].download?.file
                 state.slots[index].download?.ticket = downloads.makeTicket()
                 state.slots[index].download?.task = nil
                 state.slots[index].download?.bytesDone = 0
-                return .restart
+                state.slots[index].download?.verifiedBytes = 0
+                state.slots[index].download?.file = nil
+                state.slots[index].download?.earlyReaders = 0
+                return .restart(abandoned)
             }
             state.slots[index].download = nil
             state.reservedBytes -= manifest.pack(pack).bytes.value
@@ -184,25 +206,30 @@ extension ResourceManager {
                     retain(index, in: &state, at: now)
                 }
             }
-            return .finished(waiters)
+            return .finished(waiters, file)
         }
-        guard case .finished(let waiters) = next else {
+        guard case .finished(let waiters, let file) = next else {
+            if case .restart(let abandoned) = next { abandoned?.fail("the download was abandoned and started over") }
             startDownload(pack)
             return
         }
         let descriptor = manifest.pack(pack)
         switch result {
         case .success:
+            // Recorded as local first, then the last bytes are let through.
+            file?.complete()
             logger.info("fetched pack", metadata: [
                 "pack.id": "\(descriptor.id)", "pack.bytes": "\(descriptor.bytes.value)",
                 "waiters": "\(waiters.count)", "duration": "\(duration)",
             ])
-            for waiter in waiters { waiter.continuation.resume() }
+            for waiter in waiters { waiter.resume(.success(file)) }
             // The new pack may have pushed the cache over its limits.
             purgerWakeups.yield("download")
         case .failure(let error):
+            // Readers of this file keep the bytes verified so far and nothing more.
+            file?.fail("\(error)")
             logger.error("pack fetch failed", metadata: ["pack.id": "\(descriptor.id)", "error": "\(error)", "waiters": "\(waiters.count)"])
-            for waiter in waiters { waiter.continuation.resume(throwing: error) }
+            for waiter in waiters { waiter.resume(.failure(error)) }
         }
     }
 }

@@ -17,13 +17,18 @@ extension ResourceManager {
         defer { ticker.cancel() }
         for await reason in purgerEvents {
             if Task.isCancelled { break }
-            saveAccesses()
-            purgeForPressure(reason: reason == "timer" ? "periodic check" : "after \(reason)")
+            // SQLite, statvfs and unlink: on the I/O executor, never on the cooperative pool.
+            await io.run {
+                self.saveAccesses()
+                self.measureAvailableBytes()
+                self.purgeForPressure(reason: reason == "timer" ? "periodic check" : "after \(reason)")
+            }
         }
     }
 
     /// Writes pending access times and counts to the cache index (batched: opens do
     /// not each cost a database write). Called by the purger and at shutdown.
+    /// Blocking (SQLite): I/O executor only.
     public func saveAccesses() {
         let pending = state.withLock { state -> [(sha256: String, lastAccess: Date, count: Int64)] in
             var pending: [(sha256: String, lastAccess: Date, count: Int64)] = []
@@ -41,12 +46,31 @@ extension ResourceManager {
         }
     }
 
-    /// Sets (or with nil, clears) a tag's preservation priority override, persisted.
-    public func setPreservationPriority(_ priority: Double?, for tag: Tag) throws(StoreError) {
-        try store.index.setPriority(priority, for: tag)
+    /// Sets (or with nil, clears) a tag's preservation priority override. It applies at
+    /// once; the SQLite write runs on the I/O executor and stores the tag's value as it is
+    /// when the write runs, so writes that overtake each other still leave the last one.
+    public func setPreservationPriority(_ priority: Double?, for tag: Tag) {
         state.withLock { state in
             state.priorityOverrides[tag] = priority
             Self.assignPriorities(&state, manifest: manifest)
+        }
+        state.withLock { _ = $0.unsavedPriorities.insert(tag) }
+        io.submit { [self] in savePriorities() }
+    }
+
+    /// Writes the priority overrides changed since the last save, each with its value at
+    /// the time of writing. Blocking (SQLite): I/O executor only.
+    func savePriorities() {
+        let pending = state.withLock { state -> [(Tag, Double?)] in
+            defer { state.unsavedPriorities.removeAll() }
+            return state.unsavedPriorities.map { ($0, state.priorityOverrides[$0]) }
+        }
+        for (tag, value) in pending {
+            do {
+                try store.index.setPriority(value, for: tag)
+            } catch {
+                logger.error("cannot save a preservation priority", metadata: ["tag": "\(tag)", "error": "\(error)"])
+            }
         }
     }
 
@@ -62,9 +86,12 @@ extension ResourceManager {
     }
 
     /// Flushes state and releases the cache for another mount.
-    public func shutdown() {
+    public func shutdown() async {
         purgerWakeups.finish()
-        saveAccesses()
-        store.releaseLock()
+        await io.run {
+            self.saveAccesses()
+            self.savePriorities()
+            self.store.releaseLock()
+        }
     }
 }

@@ -13,27 +13,28 @@ public struct PurgeReport: Sendable {
 }
 
 extension ResourceManager {
-    /// Before a download: frees what the limits require, counting this download's
+    /// Blocking: runs on the I/O executor. Before a download: frees what the limits require, counting this download's
     /// reservation; fails with `.noSpace` if the pack cannot fit on disk even after
     /// purging everything unretained. Exceeding the byte budget is allowed here — the
     /// caller will retain the pack — and reported in status.
     func makeRoom(for pack: PackNumber) throws(FetchError) {
         let bytes = manifest.pack(pack).bytes.value
         purgeForPressure(reason: "making room for pack '\(manifest.pack(pack).id)'")
-        guard let available = availableBytes(), available < bytes else { return }
+        guard let available = measureAvailableBytes(), available < bytes else { return }
         // Not even the bytes themselves fit: purge whatever it takes.
         let freed = evict(freeing: bytes - available, reason: "disk full", matching: { _ in true })
-        if let after = availableBytes(), after < bytes {
+        if let after = measureAvailableBytes(), after < bytes {
             throw FetchError(.noSpace, "no space for pack '\(manifest.pack(pack).id)' (\(ByteCount(bytes))) in the cache at \(store.layout.root): \(ByteCount(after)) free after purging \(ByteCount(freed)) of unused packs")
         }
     }
 
     /// Deletes unretained packs if the cache is above its budget or below its free-space
-    /// floor, down to the low watermarks. Returns the bytes freed.
+    /// floor, down to the low watermarks. Returns the bytes freed. Blocking (statvfs,
+    /// SQLite, unlink): call it on the I/O executor.
     @discardableResult
     public func purgeForPressure(reason: String) -> Int64 {
         let (cached, reserved) = state.withLock { ($0.cachedBytes, $0.reservedBytes) }
-        let needed = limits.bytesToFree(cached: cached, reserved: reserved, available: limits.minimumFree == nil ? nil : availableBytes())
+        let needed = limits.bytesToFree(cached: cached, reserved: reserved, available: limits.minimumFree == nil ? nil : measureAvailableBytes())
         guard needed > 0 else { return 0 }
         let freed = evict(freeing: needed, reason: reason, matching: { _ in true })
         if freed < needed {
@@ -46,8 +47,14 @@ extension ResourceManager {
         return freed
     }
 
+    /// `purgeNow` on the I/O executor, for callers in tasks (the control plane).
+    public func purge(matching: @escaping @Sendable (PackNumber) -> Bool) async -> PurgeReport {
+        await io.run { self.purgeNow(matching: matching) }
+    }
+
     /// Deletes every unretained local pack whose pack number satisfies `matching`
     /// (`odrfs purge`); retained ones are reported as kept. Base is never purged.
+    /// Blocking: call it on the I/O executor (or use `purge(matching:)`).
     @discardableResult
     public func purgeNow(matching: @escaping (PackNumber) -> Bool) -> PurgeReport {
         var report = PurgeReport()
@@ -100,26 +107,28 @@ extension ResourceManager {
         return result
     }
 
-    /// Marks a candidate gone under the lock and deletes its file right away, so no
-    /// open can retain it and no new download of it can be published before the
-    /// file is gone. The index row is removed later, outside the lock.
+    /// Marks a candidate gone under the lock and moves its file into the trash right away
+    /// (one rename), so no open can find it and a new download of it published later is
+    /// never deleted by mistake. Unlinking and the index row happen outside the lock.
     private func take(_ sha256: String, from state: inout State) -> Victim {
-        let path = store.layout.packsDirectory + "/" + sha256 + ".tar"
         state.evictionCount += 1
         if let orphan = state.orphans.removeValue(forKey: sha256) {
             state.cachedBytes -= orphan.bytes
-            unlink(path)
+            store.moveToTrash(sha256: sha256)
             return Victim(sha256: sha256, id: orphan.packID + " (older bundle version)", bytes: orphan.bytes, priority: -1, lastAccess: orphan.lastAccess)
         }
         let index = manifest.packs.firstIndex { $0.sha256.hex == sha256 }!
         state.slots[index].isLocal = false
         state.cachedBytes -= manifest.packs[index].bytes.value
-        unlink(path)
+        store.moveToTrash(sha256: sha256)
         return Victim(sha256: sha256, id: manifest.packs[index].id.rawValue, bytes: manifest.packs[index].bytes.value,
                       priority: state.slots[index].priority, lastAccess: state.slots[index].lastAccess)
     }
 
+    /// Blocking (SQLite, unlink): runs on the I/O executor, outside the lock.
     private func delete(_ victims: [Victim], reason: String) -> [(id: String, bytes: Int64)] {
+        guard !victims.isEmpty else { return [] }
+        defer { store.emptyTrash() }
         for victim in victims {
             do {
                 // The file is already gone (`take`); deleting it again here could hit a

@@ -40,8 +40,10 @@ extension ResourceManager {
         }
     }
 
+    /// Never blocks: free space is the figure last measured on the I/O executor
+    /// (by the maintenance loop every 2 s, and before each download).
     public func cacheStatus() -> CacheStatus {
-        let available = availableBytes()
+        let available = lastAvailableBytes.withLock { $0 }
         return state.withLock { state in
             let inUse = state.inUseBytes
             return CacheStatus(

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import ODRFSCore
 import ODRFSFetch
+import ODRFSRuntime
 import ODRFSStore
 import Synchronization
 
@@ -39,13 +40,23 @@ public final class ResourceManager: Sendable {
     let purgerWakeups: AsyncStream<String>.Continuation
     let purgerEvents: AsyncStream<String>
     let downloads: DownloadQueue
+    /// Where the cache's blocking calls run (see the module's threading model).
+    let io: IOExecutor
+    /// Free bytes on the cache's filesystem as last measured on the I/O executor, so that
+    /// status never calls `statvfs` on the caller's thread.
+    let lastAvailableBytes: Mutex<Int64?>
 
+    /// Someone waiting for a pack: an open(), a tag request, the initial install.
+    /// `resume` is called exactly once, outside the lock, from the thread that made the
+    /// progress (the I/O thread that wrote the bytes, the download task that finished,
+    /// the interrupt path that withdrew it). On success the retain (if `retains`) is
+    /// already taken, and the file is the download's, readable up to at least `prefix`.
     struct Waiter {
-        var continuation: CheckedContinuation<Void, any Error>
         var retains: Bool
-        /// Resume once this many leading bytes are verified (progressive open and
-        /// reads), instead of when the whole pack is published.
+        /// Resume once this many leading bytes are verified (progressive open),
+        /// instead of when the whole pack is published.
         var prefix: Int64?
+        var resume: @Sendable (Result<VerifiedFile?, FetchError>) -> Void
     }
 
     struct Download {
@@ -53,8 +64,9 @@ public final class ResourceManager: Sendable {
         var bytesDone: Int64 = 0
         /// Leading bytes already written and proven by their chunk hashes.
         var verifiedBytes: Int64 = 0
-        /// The file being written; progressive readers open it (the same inode is published).
-        var temporaryPath: String?
+        /// The file being written, with its own verified prefix; progressive readers read
+        /// it (the same inode is published).
+        var file: VerifiedFile?
         /// Readers that opened the pack before it was complete: the download must go on.
         var earlyReaders = 0
         var priority: DownloadPriority
@@ -83,6 +95,8 @@ public final class ResourceManager: Sendable {
         /// Bytes of packs with a retain count above zero.
         var inUseBytes: Int64 = 0
         var priorityOverrides: [Tag: Double]
+        /// Tags whose override changed since it was last written to the cache index.
+        var unsavedPriorities: Set<Tag> = []
         var evictionCount = 0
         var nextWaiterID: UInt64 = 0
     }
@@ -96,8 +110,10 @@ public final class ResourceManager: Sendable {
         maximumConcurrentDownloads: Int = 8,
         logger: Logger,
         clock: @escaping @Sendable () -> Date = Date.init,
-        availableBytes: (@Sendable () -> Int64?)? = nil
+        availableBytes: (@Sendable () -> Int64?)? = nil,
+        io: IOExecutor = .cache
     ) throws(StoreError) {
+        self.io = io
         self.manifest = manifest
         self.limits = limits
         self.store = store
@@ -105,7 +121,9 @@ public final class ResourceManager: Sendable {
         self.downloads = DownloadQueue(maximumConcurrent: maximumConcurrentDownloads)
         self.logger = logger
         self.clock = clock
-        self.availableBytes = availableBytes ?? { [store] in store.availableBytes() }
+        let measure = availableBytes ?? { [store] in store.availableBytes() }
+        self.availableBytes = measure
+        self.lastAvailableBytes = Mutex(measure())
         (purgerEvents, purgerWakeups) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(1))
 
         let report = try store.reconcile(expected: manifest.packs, chunkSize: manifest.chunkSize, now: clock())
@@ -170,13 +188,22 @@ public final class ResourceManager: Sendable {
                 state.cachedBytes -= bytes
             }
         }
-        try? store.index.removePack(sha256: manifest.pack(pack).sha256.hex)
+        let sha256 = manifest.pack(pack).sha256.hex
+        io.submit { [store] in try? store.index.removePack(sha256: sha256) }
         logger.warning("cached pack missing; it will be downloaded again", metadata: ["pack.id": "\(manifest.pack(pack).id)"])
     }
 
     /// Where the verified copy of `pack` lives in the cache.
     public func path(of pack: PackNumber) -> String {
         store.path(of: manifest.pack(pack))
+    }
+
+    /// Measures free space on the cache's filesystem (`statvfs`; blocking: I/O executor only).
+    @discardableResult
+    func measureAvailableBytes() -> Int64? {
+        let available = availableBytes()
+        lastAvailableBytes.withLock { $0 = available }
+        return available
     }
 
     /// Takes one retain and counts an access. Crossing `--max-in-use` is logged, never

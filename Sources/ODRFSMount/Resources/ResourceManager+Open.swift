@@ -1,0 +1,78 @@
+import Foundation
+import ODRFSCore
+import ODRFSFetch
+import ODRFSStore
+
+extension ResourceManager {
+    /// The fast half of open(), for the FUSE thread: if `pack` is local, or downloading
+    /// with its first `prefix` bytes already verified, retains it and returns a reader;
+    /// otherwise nil with nothing retained or started. Most opens of a pack that is
+    /// streaming in find their bytes already there.
+    ///
+    /// Opening a published pack is one `open(2)` of a local file; done on the caller's
+    /// thread (a FUSE worker or an I/O thread, never the cooperative pool).
+    public func openReaderIfReady(_ pack: PackNumber, prefix: Int64) -> PackReader? {
+        guard case .ready(let file) = join(pack, retains: true, priority: .urgent, prefix: prefix, startIfNeeded: false,
+                                            registers: false, waiter: 0, resume: { _ in }) else { return nil }
+        return try? makeReader(pack, file: file).get()
+    }
+
+    /// The slow half of open(): retains `pack` and calls `completion` once its first
+    /// `prefix` bytes are downloaded *and* verified by their chunk hashes — from the I/O
+    /// thread that verified them, or from this thread if they already are. Withdraw with
+    /// `cancelWaiter(waiter, on: pack)`; `completion` then gets `.cancelled`.
+    public func openReader(
+        _ pack: PackNumber, prefix: Int64, priority: DownloadPriority = .urgent, waiter: UInt64,
+        retryIfMissing: Bool = true,
+        completion: @escaping @Sendable (Result<PackReader, FetchError>) -> Void
+    ) {
+        let resume: @Sendable (Result<VerifiedFile?, FetchError>) -> Void = { [self] result in
+            switch result.flatMap({ makeReader(pack, file: $0) }) {
+            case .success(let reader):
+                completion(.success(reader))
+            case .failure(let error) where error.kind == .notFound && retryIfMissing:
+                // The published copy vanished (deleted by hand) and is marked missing: fetch it again, once.
+                openReader(pack, prefix: prefix, priority: priority, waiter: waiter, retryIfMissing: false, completion: completion)
+            case .failure(let error):
+                completion(.failure(error.kind == .notFound ? FetchError(.localIO, error.message) : error))
+            }
+        }
+        switch join(pack, retains: true, priority: priority, prefix: prefix, startIfNeeded: true, waiter: waiter, resume: resume) {
+        case .ready(let file): resume(.success(file))
+        case .waiting: break
+        case .unavailable: completion(.failure(FetchError(.corrupt, "pack '\(manifest.pack(pack).id)' is not available")))
+        }
+    }
+
+    /// Async form of `openReader`, for callers in tasks (tests, tools).
+    public func openReader(_ pack: PackNumber, prefix: Int64, priority: DownloadPriority = .urgent) async throws(FetchError) -> PackReader {
+        let file = try await acquire(pack, retains: true, priority: priority, prefix: prefix)
+        return try makeReader(pack, file: file).get()
+    }
+
+    /// A reader over `file` (a download in progress) or, when nil, the published pack.
+    /// The retain is already taken; it is dropped if the published copy cannot be opened
+    /// (a vanished file is marked missing and reported as `.notFound`, so the next open
+    /// downloads it again).
+    private func makeReader(_ pack: PackNumber, file: VerifiedFile?) -> Result<PackReader, FetchError> {
+        if let file { return .success(PackReader(pack: pack, file: file, manager: self)) }
+        let descriptor = manifest.pack(pack)
+        let path = store.path(of: descriptor)
+        if let published = VerifiedFile.openPublished(path: path, size: descriptor.bytes.value) {
+            return .success(PackReader(pack: pack, file: published, manager: self))
+        }
+        let code = errno
+        release(pack)
+        logger.error("cannot open cached pack", metadata: ["pack.id": "\(descriptor.id)", "pack.path": "\(path)", "errno": "\(code)"])
+        let reason = "cannot open the cached pack \(path): \(String(cString: strerror(code)))"
+        switch code {
+        case ENOENT:
+            markMissing(pack)
+            return .failure(FetchError(.notFound, reason))
+        case EMFILE, ENFILE:
+            return .failure(FetchError(.tooManyOpenFiles, reason))
+        default:
+            return .failure(FetchError(.localIO, reason))
+        }
+    }
+}

@@ -1,0 +1,137 @@
+import Foundation
+import Synchronization
+
+/// One physical pack file — a download in progress or a published pack — together with
+/// how many of its leading bytes are proven by their chunk hashes, *in this very file*.
+///
+/// This is where "never an unverified byte" is enforced for readers: a reader holds the
+/// `VerifiedFile` it opened and may read only below ``verifiedBytes``. The count only
+/// grows, and only for bytes written to this file; a later download of the same pack is
+/// a different file with its own count, so a reader of a download that failed halfway
+/// can never be let past the verified prefix of its own file by someone else's success.
+///
+/// The descriptor is read-only, shared by every reader of the file (replies use
+/// `pread`/splice at explicit offsets, so no file position is shared), and closed when
+/// the last reference goes. A published pack keeps the inode its download wrote, so
+/// readers that opened it mid-download go on reading it after publication.
+///
+/// Readers that need bytes not yet verified register a waiter; it is called exactly
+/// once: when the bytes are verified (from the thread that wrote them), when the file
+/// fails, or with `.cancelled` when the waiter is withdrawn (a FUSE interrupt). Callbacks
+/// run outside the lock.
+public final class VerifiedFile: Sendable {
+    /// Why a waiter will not get its bytes.
+    public enum Failure: Error, Sendable, Equatable {
+        /// The download writing this file failed or was abandoned; `reason` says why.
+        case incomplete(reason: String)
+        /// The waiter was withdrawn (interrupted) before its bytes came.
+        case cancelled
+    }
+
+    public typealias Callback = @Sendable (Result<Void, Failure>) -> Void
+
+    private struct Waiter {
+        var needed: Int64
+        var callback: Callback
+    }
+
+    private struct State {
+        var verified: Int64
+        var failure: Failure?
+        var waiters: [UInt64: Waiter] = [:]
+    }
+
+    /// The read-only descriptor; valid for the life of this object.
+    public let descriptor: Int32
+    /// The pack's full size: `verifiedBytes` reaches it when the pack is complete.
+    public let size: Int64
+    private let state: Mutex<State>
+    private static let nextWaiter = Atomic<UInt64>(1)
+
+    /// Takes ownership of `descriptor`.
+    init(descriptor: Int32, size: Int64, verified: Int64) {
+        self.descriptor = descriptor
+        self.size = size
+        self.state = Mutex(State(verified: verified))
+    }
+
+    /// Opens a published (complete, verified) pack file. Blocking: call it off the
+    /// cooperative pool. Returns nil with `errno` set if the file cannot be opened.
+    public static func openPublished(path: String, size: Int64) -> VerifiedFile? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        return VerifiedFile(descriptor: fd, size: size, verified: size)
+    }
+
+    deinit {
+        close(descriptor)
+    }
+
+    /// Leading bytes proven right in this file.
+    public var verifiedBytes: Int64 { state.withLock { $0.verified } }
+
+    /// Whether the whole file is verified.
+    public var isComplete: Bool { state.withLock { $0.verified >= size } }
+
+    /// A fresh waiter identity (unique for the life of the process).
+    public static func makeWaiterID() -> UInt64 {
+        nextWaiter.wrappingAdd(1, ordering: .relaxed).oldValue
+    }
+
+    /// Calls `callback` once the first `bytes` bytes are verified. Returns true (and does
+    /// not call it) when they already are, so the fast path needs no closure call.
+    public func whenVerified(_ bytes: Int64, waiter id: UInt64, _ callback: @escaping Callback) -> Bool {
+        let outcome = state.withLock { state -> Result<Bool, Failure> in
+            if state.verified >= min(bytes, size) { return .success(true) }
+            if let failure = state.failure { return .failure(failure) }
+            state.waiters[id] = Waiter(needed: bytes, callback: callback)
+            return .success(false)
+        }
+        switch outcome {
+        case .success(let ready): return ready
+        case .failure(let failure):
+            callback(.failure(failure))
+            return false
+        }
+    }
+
+    /// Withdraws a waiter; it is called with `.cancelled` unless it was already answered.
+    public func cancelWaiter(_ id: UInt64) {
+        let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
+        waiter?.callback(.failure(.cancelled))
+    }
+
+    /// Records that the first `bytes` bytes are written and proven, and answers the
+    /// waiters they satisfy. Called by the writer, from the thread that wrote them.
+    public func advance(to bytes: Int64) {
+        let ready = state.withLock { state -> [Waiter] in
+            guard state.failure == nil, bytes > state.verified else { return [] }
+            state.verified = min(bytes, size)
+            let verified = state.verified
+            var ready: [Waiter] = []
+            for (id, waiter) in state.waiters where waiter.needed <= verified || verified >= size {
+                ready.append(waiter)
+                state.waiters.removeValue(forKey: id)
+            }
+            return ready
+        }
+        for waiter in ready { waiter.callback(.success(())) }
+    }
+
+    /// The whole file is verified (the pack was published).
+    public func complete() {
+        advance(to: size)
+    }
+
+    /// No more bytes will be verified in this file: every waiter fails. Bytes verified so
+    /// far stay readable.
+    public func fail(_ reason: String) {
+        let waiters = state.withLock { state -> [Waiter] in
+            guard state.failure == nil, state.verified < size else { return [] }
+            state.failure = .incomplete(reason: reason)
+            defer { state.waiters.removeAll() }
+            return Array(state.waiters.values)
+        }
+        for waiter in waiters { waiter.callback(.failure(.incomplete(reason: reason))) }
+    }
+}
