@@ -115,6 +115,7 @@ let package = Package(
                 "ODRFSControl",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         // The `odrfs` command line: one ParsableCommand per file.

@@ -1,6 +1,6 @@
 /// How to reach an HTTP(S) origin: credentials, trust, patience and connection budget.
 /// File origins ignore every field.
-public struct OriginOptions: Sendable {
+public struct OriginOptions: Sendable, Codable {
     /// A file whose first line (trimmed) is sent as `Authorization: Bearer <token>`.
     /// Read once when the origin is created; the token is never logged or put in a message.
     public var tokenFile: String?

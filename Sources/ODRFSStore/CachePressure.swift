@@ -7,7 +7,7 @@ import ODRFSCore
 /// available. A purge then cleans down to the low watermarks — 75 % of the budget,
 /// and 125 % of the free-space floor — so it does not run again after every download
 /// (hysteresis; CVMFS cleans to half its quota, 75 % keeps more of what users fetched).
-public struct CacheLimits: Sendable, Equatable {
+public struct CacheLimits: Sendable, Equatable, Codable {
     /// `--cache-size`: nil means no byte budget (only free space limits the cache).
     public var budget: ByteCount?
     /// `--min-free`: nil means no free-space floor.

@@ -11,7 +11,7 @@ import ODRFSStore
 /// reports "ready" or "error: …" on an inherited pipe; this process exits 0 or prints
 /// the error and exits 1. If the daemon dies without a word, its log is pointed to.
 enum Daemonizer {
-    static func startDaemon(configuration: MountConfiguration, logLevel: String, passing extraArguments: [String] = []) throws {
+    static func startDaemon(configuration: MountConfiguration, logLevel: String) throws {
         let cacheDirectory = configuration.resolvedCacheDirectory
         try FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
         let logFile = CacheLayout(root: cacheDirectory).logFile
@@ -22,21 +22,22 @@ enum Daemonizer {
         _ = fcntl(readEnd, F_SETFD, FD_CLOEXEC)
         defer { close(readEnd) }
 
-        var arguments = ["odrfs", "mount", configuration.origin, configuration.mountpoint,
-                         "--cache", cacheDirectory, "--foreground", "--ready-fd", String(writeEnd),
+        // The whole configuration goes to the daemon as JSON on a pipe it inherits: one
+        // place, nothing re-listed flag by flag (and no token path or size on argv twice).
+        let configurationEnd = try writeConfiguration(configuration)
+        let arguments = ["odrfs", "mount", configuration.origin, configuration.mountpoint, "--foreground",
+                         "--ready-fd", String(writeEnd), "--configuration-fd", String(configurationEnd),
                          "--log-level", logLevel]
-        arguments += extraArguments
-        if !configuration.fuseOptions.isEmpty {
-            arguments += ["-o", configuration.fuseOptions.joined(separator: ",")]
-        }
         let pid: pid_t
         do {
             pid = try spawn(arguments: arguments, logFile: logFile)
         } catch {
             close(writeEnd)
+            close(configurationEnd)
             throw error
         }
         close(writeEnd)
+        close(configurationEnd)
 
         let reply = readReply(readEnd)
         if reply.hasPrefix("ready") { return }
@@ -48,6 +49,42 @@ enum Daemonizer {
         var status: Int32 = 0
         _ = waitpid(pid, &status, 0)
         throw failure("the mount daemon exited before the mount was ready (status \(status)); see \(logFile)")
+    }
+
+    /// A pipe holding `configuration` as JSON, write end closed; returns the read end
+    /// (inheritable) for the daemon. Configurations are small: the pipe buffer holds it.
+    private static func writeConfiguration(_ configuration: MountConfiguration) throws -> Int32 {
+        var configured = configuration
+        configured.cacheDirectory = configuration.resolvedCacheDirectory
+        let json = try JSONEncoder().encode(configured)
+        var ends: [Int32] = [0, 0]
+        guard pipe(&ends) == 0 else { throw failure("cannot create a pipe: \(String(cString: strerror(errno)))") }
+        defer { close(ends[1]) }
+        guard json.count < 60_000 else {
+            close(ends[0])
+            throw failure("the mount configuration is too large (\(json.count) bytes)")
+        }
+        let written = json.withUnsafeBytes { write(ends[1], $0.baseAddress, $0.count) }
+        guard written == json.count else {
+            close(ends[0])
+            throw failure("cannot pass the configuration to the daemon: \(String(cString: strerror(errno)))")
+        }
+        return ends[0]
+    }
+
+    /// The configuration a parent `odrfs mount` passed on `descriptor` (closed after reading).
+    static func readConfiguration(from descriptor: Int32) throws -> MountConfiguration {
+        defer { close(descriptor) }
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = read(descriptor, &buffer, buffer.count)
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { break }
+            data.append(contentsOf: buffer[0..<count])
+            if data.count > 1 << 20 { break }
+        }
+        return try JSONDecoder().decode(MountConfiguration.self, from: data)
     }
 
     /// Reads the daemon's lines until "ready" or "error: …" (or EOF), drawing

@@ -60,6 +60,10 @@ struct MountCommand: AsyncParsableCommand {
     @Option(name: .long, help: .hidden)
     var readyFd: Int32?
 
+    /// Set by the parent `odrfs mount` for its daemon: the whole configuration, as JSON.
+    @Option(name: .long, help: .hidden)
+    var configurationFd: Int32?
+
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
@@ -88,15 +92,11 @@ struct MountCommand: AsyncParsableCommand {
             budget: cacheSize?.value, minimumFree: minFree?.value,
             maximumInUse: maxInUse?.value ?? CacheLimits.defaultMaximumInUse
         )
+        if let configurationFd {
+            configuration = try Daemonizer.readConfiguration(from: configurationFd)
+        }
         if !foreground {
-            var passing: [String] = []
-            if let cacheSize { passing += ["--cache-size", cacheSize.text] }
-            if let minFree { passing += ["--min-free", minFree.text] }
-            if let maxInUse { passing += ["--max-in-use", maxInUse.text] }
-            if let tokenFile { passing += ["--token-file", Self.absolute(tokenFile)] }
-            if let caFile { passing += ["--ca-file", Self.absolute(caFile)] }
-            passing += ["--fetch-timeout", String(fetchTimeout), "--max-downloads", String(maxDownloads)]
-            try Daemonizer.startDaemon(configuration: configuration, logLevel: logging.logLevel, passing: passing)
+            try Daemonizer.startDaemon(configuration: configuration, logLevel: logging.logLevel)
             return
         }
         let logger = logging.makeLogger(label: "odrfs.mount")

@@ -57,7 +57,7 @@ struct PurgeTests {
             tick()
             try await manager.retain(level(n))
             manager.release(level(n))
-            manager.purgeForPressure(reason: "test")
+            manager.purgeForPressure(reason: .manual)
             #expect(manager.cacheStatus().cachedBytes <= 3_100, "over budget after reading Level\(n)")
         }
         // The most recently read packs survive; the oldest went first.
@@ -105,7 +105,7 @@ struct PurgeTests {
             tick()
             try await manager.retain(level(n))
             manager.release(level(n))
-            manager.purgeForPressure(reason: "test")
+            manager.purgeForPressure(reason: .manual)
         }
         #expect(manager.state(of: level(1)) == .inUse)
         manager.purgeNow(matching: { _ in true })
@@ -125,7 +125,7 @@ struct PurgeTests {
         let manager = try makeManager(cache: cache.path, limits: CacheLimits(budget: ByteCount(1_500)))
         try await manager.retain(level(1))
         try await manager.retain(level(2))
-        manager.purgeForPressure(reason: "test")
+        manager.purgeForPressure(reason: .manual)
         let status = manager.cacheStatus()
         #expect(status.isOverBudget)
         #expect(status.inUseBytes == 2_000)
@@ -204,7 +204,7 @@ struct PurgeTests {
             }
             group.addTask {
                 while ContinuousClock.now < deadline {
-                    manager.purgeForPressure(reason: "stress")
+                    manager.purgeForPressure(reason: .manual)
                     _ = manager.purgeNow(matching: { $0.rawValue % 2 == 0 })
                     try await Task.sleep(for: .milliseconds(1))
                 }

@@ -3,8 +3,9 @@ import ODRFSCore
 import ODRFSFetch
 import ODRFSStore
 
-/// Everything `odrfs mount` was asked to do.
-public struct MountConfiguration: Sendable {
+/// Everything `odrfs mount` was asked to do: built once from the command line and handed
+/// whole (as JSON, over a pipe) to the daemon it starts, never re-listed flag by flag.
+public struct MountConfiguration: Sendable, Codable {
     /// A dist dir path or a file:// URL (HTTP(S) in a later version).
     public var origin: String
     public var mountpoint: String

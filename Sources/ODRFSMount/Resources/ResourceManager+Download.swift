@@ -60,7 +60,7 @@ extension ResourceManager {
         let index = Int(pack.rawValue)
         let now = clock()
         enum Outcome { case ready(VerifiedFile?), unavailable, waiting, raise(UInt64), startDownload }
-        let outcome = state.withLock { state -> Outcome in
+        let outcome = withState { state -> Outcome in
             if state.slots[index].isLocal {
                 if retains { retain(index, in: &state, at: now) }
                 return .ready(nil)
@@ -104,7 +104,7 @@ extension ResourceManager {
     /// `.cancelled` at once. The last waiter to leave a download that no reader holds
     /// cancels it.
     func cancelWaiter(_ waiterID: UInt64, on pack: PackNumber) {
-        let (waiter, abandoned) = state.withLock { state -> (Waiter?, Task<Void, Never>?) in
+        let (waiter, abandoned) = withState { state -> (Waiter?, Task<Void, Never>?) in
             let index = Int(pack.rawValue)
             let waiter = state.slots[index].download?.waiters.removeValue(forKey: waiterID)
             let abandoned = waiter != nil && state.slots[index].download?.waiters.isEmpty == true
@@ -121,7 +121,7 @@ extension ResourceManager {
     private func startDownload(_ pack: PackNumber) {
         let descriptor = manifest.pack(pack)
         let index = Int(pack.rawValue)
-        guard let (ticket, priority) = state.withLock({ state in
+        guard let (ticket, priority) = withState({ state in
             state.slots[index].download.map { ($0.ticket, $0.priority) }
         }) else { return }
         logger.info("fetching pack", metadata: ["pack.id": "\(descriptor.id)", "pack.bytes": "\(descriptor.bytes.value)", "priority": "\(priority)"])
@@ -147,7 +147,7 @@ extension ResourceManager {
             }
             finishDownload(pack, result: result, duration: ContinuousClock.now - started)
         }
-        state.withLock { state in
+        withState { state in
             if state.slots[index].download?.ticket == ticket { state.slots[index].download?.task = task }
         }
     }
@@ -158,7 +158,7 @@ extension ResourceManager {
     private func advance(_ pack: PackNumber, to progress: PackDownloader.Progress) {
         let index = Int(pack.rawValue)
         let now = clock()
-        let ready = state.withLock { state -> [Waiter] in
+        let ready = withState { state -> [Waiter] in
             guard state.slots[index].download != nil else { return [] }
             state.slots[index].download!.bytesDone = progress.received.value
             state.slots[index].download!.file = progress.file
@@ -181,7 +181,7 @@ extension ResourceManager {
         let index = Int(pack.rawValue)
         let now = clock()
         enum Next { case finished([Waiter], VerifiedFile?), restart(VerifiedFile?) }
-        let next = state.withLock { state -> Next in
+        let next = withState { state -> Next in
             let waiters = Array(state.slots[index].download?.waiters.values ?? [:].values)
             let file = state.slots[index].download?.file
             if case .failure(let error) = result, error.kind == .cancelled, !waiters.isEmpty {
@@ -224,7 +224,7 @@ extension ResourceManager {
             ])
             for waiter in waiters { waiter.resume(.success(file)) }
             // The new pack may have pushed the cache over its limits.
-            purgerWakeups.yield("download")
+            purgerWakeups.yield(.afterDownload)
         case .failure(let error):
             // Readers of this file keep the bytes verified so far and nothing more.
             file?.fail("\(error)")

@@ -11,7 +11,7 @@ extension ResourceManager {
         let ticker = Task { [purgerWakeups] in
             while !Task.isCancelled {
                 try? await Task.sleep(for: interval)
-                purgerWakeups.yield("timer")
+                purgerWakeups.yield(.periodicCheck)
             }
         }
         defer { ticker.cancel() }
@@ -21,7 +21,7 @@ extension ResourceManager {
             await io.run {
                 self.saveAccesses()
                 self.measureAvailableBytes()
-                self.purgeForPressure(reason: reason == "timer" ? "periodic check" : "after \(reason)")
+                self.purgeForPressure(reason: reason)
             }
         }
     }
@@ -30,7 +30,7 @@ extension ResourceManager {
     /// not each cost a database write). Called by the purger and at shutdown.
     /// Blocking (SQLite): I/O executor only.
     public func saveAccesses() {
-        let pending = state.withLock { state -> [(sha256: String, lastAccess: Date, count: Int64)] in
+        let pending = withState { state -> [(sha256: String, lastAccess: Date, count: Int64)] in
             var pending: [(sha256: String, lastAccess: Date, count: Int64)] = []
             for index in state.slots.indices where state.slots[index].unsavedAccesses > 0 {
                 guard let lastAccess = state.slots[index].lastAccess else { continue }
@@ -50,18 +50,18 @@ extension ResourceManager {
     /// once; the SQLite write runs on the I/O executor and stores the tag's value as it is
     /// when the write runs, so writes that overtake each other still leave the last one.
     public func setPreservationPriority(_ priority: Double?, for tag: Tag) {
-        state.withLock { state in
+        withState { state in
             state.priorityOverrides[tag] = priority
             Self.assignPriorities(&state, manifest: manifest)
         }
-        state.withLock { _ = $0.unsavedPriorities.insert(tag) }
+        withState { _ = $0.unsavedPriorities.insert(tag) }
         io.submit { [self] in savePriorities() }
     }
 
     /// Writes the priority overrides changed since the last save, each with its value at
     /// the time of writing. Blocking (SQLite): I/O executor only.
     func savePriorities() {
-        let pending = state.withLock { state -> [(Tag, Double?)] in
+        let pending = withState { state -> [(Tag, Double?)] in
             defer { state.unsavedPriorities.removeAll() }
             return state.unsavedPriorities.map { ($0, state.priorityOverrides[$0]) }
         }
@@ -76,13 +76,13 @@ extension ResourceManager {
 
     /// Every tag's effective preservation priority, in manifest order (one lock, no per-tag scans).
     public func tagPriorities() -> [(tag: String, priority: Double)] {
-        let overrides = state.withLock { $0.priorityOverrides }
+        let overrides = withState { $0.priorityOverrides }
         return manifest.tags.map { ($0.tag.name, overrides[$0.tag] ?? $0.preservationPriority) }
     }
 
     /// A tag's effective preservation priority.
     public func preservationPriority(of tag: Tag) -> Double {
-        state.withLock { $0.priorityOverrides[tag] } ?? manifest.preservationPriority(of: tag)
+        withState { $0.priorityOverrides[tag] } ?? manifest.preservationPriority(of: tag)
     }
 
     /// Flushes state and releases the cache for another mount.

@@ -19,10 +19,10 @@ extension ResourceManager {
     /// caller will retain the pack — and reported in status.
     func makeRoom(for pack: PackNumber) throws(FetchError) {
         let bytes = manifest.pack(pack).bytes.value
-        purgeForPressure(reason: "making room for pack '\(manifest.pack(pack).id)'")
+        purgeForPressure(reason: .makingRoom(for: manifest.pack(pack).id.rawValue))
         guard let available = measureAvailableBytes(), available < bytes else { return }
         // Not even the bytes themselves fit: purge whatever it takes.
-        let freed = evict(freeing: bytes - available, reason: "disk full", matching: { _ in true })
+        let freed = evict(freeing: bytes - available, reason: .diskFull, matching: { _ in true })
         if let after = measureAvailableBytes(), after < bytes {
             throw FetchError(.noSpace, "no space for pack '\(manifest.pack(pack).id)' (\(ByteCount(bytes))) in the cache at \(store.layout.root): \(ByteCount(after)) free after purging \(ByteCount(freed)) of unused packs")
         }
@@ -32,8 +32,8 @@ extension ResourceManager {
     /// floor, down to the low watermarks. Returns the bytes freed. Blocking (statvfs,
     /// SQLite, unlink): call it on the I/O executor.
     @discardableResult
-    public func purgeForPressure(reason: String) -> Int64 {
-        let (cached, reserved) = state.withLock { ($0.cachedBytes, $0.reservedBytes) }
+    public func purgeForPressure(reason: PurgeReason) -> Int64 {
+        let (cached, reserved) = withState { ($0.cachedBytes, $0.reservedBytes) }
         let needed = limits.bytesToFree(cached: cached, reserved: reserved, available: limits.minimumFree == nil ? nil : measureAvailableBytes())
         guard needed > 0 else { return 0 }
         let freed = evict(freeing: needed, reason: reason, matching: { _ in true })
@@ -58,26 +58,26 @@ extension ResourceManager {
     @discardableResult
     public func purgeNow(matching: @escaping (PackNumber) -> Bool) -> PurgeReport {
         var report = PurgeReport()
-        report.kept = state.withLock { state in
+        report.kept = withState { state in
             state.slots.indices.filter { index in
                 index > 0 && state.slots[index].isLocal && state.slots[index].retainCount > 0 && matching(PackNumber(UInt32(index)))
             }.map { manifest.packs[$0].id }
         }
-        report.evicted = evictAll(reason: "requested", matching: matching)
+        report.evicted = evictAll(reason: .requested, matching: matching)
         return report
     }
 
     /// Chooses victims with `EvictionPlanner` and deletes them. Returns bytes freed.
-    func evict(freeing needed: Int64, reason: String, matching: (PackNumber) -> Bool) -> Int64 {
-        let victims = state.withLock { state -> [Victim] in
+    func evict(freeing needed: Int64, reason: PurgeReason, matching: (PackNumber) -> Bool) -> Int64 {
+        let victims = withState { state -> [Victim] in
             let plan = EvictionPlanner.plan(freeing: needed, from: candidates(state, matching: matching))
             return plan.map { take($0.key, from: &state) }
         }
         return delete(victims, reason: reason).reduce(0) { $0 + $1.bytes }
     }
 
-    private func evictAll(reason: String, matching: (PackNumber) -> Bool) -> [(id: String, bytes: Int64)] {
-        let victims = state.withLock { state -> [Victim] in
+    private func evictAll(reason: PurgeReason, matching: (PackNumber) -> Bool) -> [(id: String, bytes: Int64)] {
+        let victims = withState { state -> [Victim] in
             candidates(state, matching: matching).filter { $0.priority >= 0 }.map { take($0.key, from: &state) }
         }
         return delete(victims, reason: reason)
@@ -126,7 +126,7 @@ extension ResourceManager {
     }
 
     /// Blocking (SQLite, unlink): runs on the I/O executor, outside the lock.
-    private func delete(_ victims: [Victim], reason: String) -> [(id: String, bytes: Int64)] {
+    private func delete(_ victims: [Victim], reason: PurgeReason) -> [(id: String, bytes: Int64)] {
         guard !victims.isEmpty else { return [] }
         defer { store.emptyTrash() }
         for victim in victims {

@@ -45,7 +45,7 @@ extension ResourceManager {
     /// is refused when it would exceed `--max-in-use`. Balance with `endAccessing`.
     public func beginAccessing(_ tags: [Tag], priority: DownloadPriority = .request(0.5)) async throws(ResourceRequestError) -> [PackNumber] {
         let packs = try packs(for: tags)
-        let (newBytes, inUse) = state.withLock { state -> (Int64, Int64) in
+        let (newBytes, inUse) = withState { state -> (Int64, Int64) in
             let newBytes = packs.filter { state.slots[Int($0.rawValue)].retainCount == 0 }
                 .reduce(Int64(0)) { $0 + manifest.pack($1).bytes.value }
             return (newBytes, state.inUseBytes)
@@ -83,7 +83,7 @@ extension ResourceManager {
     public func beginAccessingIfLocal(_ tags: [Tag]) throws(ResourceRequestError) -> [PackNumber]? {
         let packs = try packs(for: tags)
         let now = clock()
-        return state.withLock { state -> [PackNumber]? in
+        return withState { state -> [PackNumber]? in
             guard packs.allSatisfy({ state.slots[Int($0.rawValue)].isLocal }) else { return nil }
             for pack in packs { retain(Int(pack.rawValue), in: &state, at: now) }
             return packs

@@ -23,12 +23,12 @@ public struct CacheStatus: Sendable {
 
 extension ResourceManager {
     public func state(of pack: PackNumber) -> PackState {
-        state.withLock { Self.packState($0.slots[Int(pack.rawValue)]) }
+        withState { Self.packState($0.slots[Int(pack.rawValue)]) }
     }
 
     /// A consistent snapshot of every pack, in manifest order.
     public func status() -> [PackStatus] {
-        let slots = state.withLock { $0.slots }
+        let slots = withState { $0.slots }
         return zip(manifest.packs, slots).enumerated().map { offset, element in
             let (pack, slot) = element
             return PackStatus(
@@ -44,7 +44,7 @@ extension ResourceManager {
     /// (by the maintenance loop every 2 s, and before each download).
     public func cacheStatus() -> CacheStatus {
         let available = lastAvailableBytes.withLock { $0 }
-        return state.withLock { state in
+        return withState { state in
             let inUse = state.inUseBytes
             return CacheStatus(
                 cachedBytes: state.cachedBytes, reservedBytes: state.reservedBytes,

@@ -37,8 +37,8 @@ public final class ResourceManager: Sendable {
     let clock: @Sendable () -> Date
     let availableBytes: @Sendable () -> Int64?
     let state: Mutex<State>
-    let purgerWakeups: AsyncStream<String>.Continuation
-    let purgerEvents: AsyncStream<String>
+    let purgerWakeups: AsyncStream<PurgeReason>.Continuation
+    let purgerEvents: AsyncStream<PurgeReason>
     let downloads: DownloadQueue
     /// Where the cache's blocking calls run (see the module's threading model).
     let io: IOExecutor
@@ -124,7 +124,7 @@ public final class ResourceManager: Sendable {
         let measure = availableBytes ?? { [store] in store.availableBytes() }
         self.availableBytes = measure
         self.lastAvailableBytes = Mutex(measure())
-        (purgerEvents, purgerWakeups) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(1))
+        (purgerEvents, purgerWakeups) = AsyncStream.makeStream(of: PurgeReason.self, bufferingPolicy: .bufferingNewest(1))
 
         let report = try store.reconcile(expected: manifest.packs, chunkSize: manifest.chunkSize, now: clock())
         let overrides = try store.index.priorityOverrides()
@@ -162,7 +162,7 @@ public final class ResourceManager: Sendable {
     /// Drops one retain of `pack`. An unbalanced release is logged and ignored,
     /// so a count can never go negative.
     public func release(_ pack: PackNumber) {
-        let outcome = state.withLock { state -> (underflow: Bool, nowUnretained: Bool) in
+        let outcome = withState { state -> (underflow: Bool, nowUnretained: Bool) in
             let index = Int(pack.rawValue)
             guard state.slots[index].retainCount > 0 else { return (true, false) }
             state.slots[index].retainCount -= 1
@@ -173,7 +173,7 @@ public final class ResourceManager: Sendable {
             logger.error("release without retain ignored", metadata: ["pack.id": "\(manifest.pack(pack).id)"])
         } else if outcome.nowUnretained && limits.budget != nil {
             // A pack held over budget may be purged now.
-            purgerWakeups.yield("released")
+            purgerWakeups.yield(.afterRelease)
         }
     }
 
@@ -181,7 +181,7 @@ public final class ResourceManager: Sendable {
     /// next open downloads it again instead of failing forever.
     public func markMissing(_ pack: PackNumber) {
         let bytes = manifest.pack(pack).bytes.value
-        state.withLock { state in
+        withState { state in
             let index = Int(pack.rawValue)
             if state.slots[index].download == nil && state.slots[index].isLocal {
                 state.slots[index].isLocal = false

@@ -1,0 +1,47 @@
+import Foundation
+import ODRFSCore
+import ODRFSFetch
+
+/// Base resources and initial-install tags are local before the mount is ready.
+enum InitialInstall {
+    /// Downloads them all at once (the download queue bounds the concurrency), calling
+    /// `progress` with (bytes local, bytes total) for the waiting `odrfs mount`'s bar.
+    static func run(manager: ResourceManager, progress: @escaping @Sendable (Int64, Int64) -> Void) async throws(MountError) {
+        let manifest = manager.manifest
+        var packs = [PackNumber(0)]
+        for tag in manifest.initialInstall {
+            for pack in manifest.packs(for: tag) where !packs.contains(pack) {
+                packs.append(pack)
+            }
+        }
+        let total = manager.progress(of: packs).total
+        let installing = packs
+        let reporter = Task { [installing] in
+            while !Task.isCancelled {
+                let (done, _) = manager.progress(of: installing)
+                progress(done, total)
+                try? await Task.sleep(for: .milliseconds(200))
+            }
+        }
+        defer { reporter.cancel() }
+        let failure = await withTaskGroup(of: (PackNumber, FetchError)?.self) { group in
+            for pack in packs {
+                group.addTask {
+                    do throws(FetchError) {
+                        try await manager.makeLocal(pack, priority: .urgent)
+                        return nil
+                    } catch {
+                        return (pack, error)
+                    }
+                }
+            }
+            var first: (PackNumber, FetchError)?
+            for await result in group where first == nil { first = result }
+            return first
+        }
+        if let (pack, error) = failure {
+            throw MountError("cannot install pack '\(manifest.pack(pack).id)' before mounting: \(error)")
+        }
+        progress(total, total)
+    }
+}

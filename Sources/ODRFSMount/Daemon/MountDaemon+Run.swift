@@ -1,0 +1,41 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+
+extension MountDaemon {
+    /// Serves the mount until it goes away: the FUSE loop, the control socket, the
+    /// maintenance loop and prefetch run as services of one `ServiceGroup`. The FUSE loop
+    /// ending (unmount, SIGINT/SIGTERM/SIGHUP) shuts the others down gracefully; then the
+    /// cache state is saved, the pid file removed and the origin's connections closed.
+    ///
+    /// `onReady` is called once: with success when the mount answers a `statfs`
+    /// end to end (the kernel's INIT handshake is done and requests are served),
+    /// or with the error if the session stops before that. Returns whether the
+    /// mount ever became ready.
+    @discardableResult
+    public func run(onReady: @escaping @Sendable (Result<Void, MountError>) -> Void = { _ in }) async -> Bool {
+        let readiness = ReadinessLatch(onReady)
+        let group = ServiceGroup(configuration: .init(
+            services: [
+                .init(service: FUSELoopService(session: session, mountpoint: mountpoint, readiness: readiness, logger: logger),
+                      successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup),
+                .init(service: ControlSocketService(server: control)),
+                .init(service: MaintenanceService(manager: manager)),
+                .init(service: PrefetchService(manager: manager, logger: logger), successTerminationBehavior: .ignore),
+            ],
+            // libfuse's handlers own SIGINT/SIGTERM/SIGHUP: they end the FUSE loop, which ends the group.
+            gracefulShutdownSignals: [],
+            logger: logger
+        ))
+        do {
+            try await group.run()
+        } catch {
+            logger.error("mount services stopped with an error", metadata: ["error": "\(error)"])
+        }
+        await manager.shutdown()
+        runtime.removePID()
+        await origin.shutdown()
+        logger.info("unmounted", metadata: ["mountpoint": "\(mountpoint)"])
+        return readiness.wasReady
+    }
+}
