@@ -83,8 +83,9 @@ public final class FakeControlService: ControlService {
         }
     }
 
+    /// Pushes progress at every step (10 per pack), as a download would.
     public func beginAccessing(tags: [String], loadingPriority: LoadingPriority,
-                               progress: @escaping @Sendable (Int64, Int64) -> Void) async throws(ControlError) -> RetainToken {
+                               progress: ProgressSink) async throws(ControlError) -> RetainToken {
         if let failure = failure.withLock({ $0 }) { throw failure }
         let (members, missing, total) = try state.withLock { state throws(ControlError) in
             let members = try packs(for: tags, in: state)
@@ -97,7 +98,7 @@ public final class FakeControlService: ControlService {
             return (members, missing, missing.reduce(Int64(0)) { $0 + state.packs[$1].bytes })
         }
         var done: Int64 = 0
-        progress(0, total)
+        progress.report(completed: 0, total: total)
         for index in missing {
             let bytes = state.withLock { $0.packs[index].bytes }
             for step in 1...10 {
@@ -107,7 +108,7 @@ public final class FakeControlService: ControlService {
                     state.withLock { $0.cancelledWaits += 1 }
                     throw ControlError(.cancelled, "wait cancelled")
                 }
-                progress(done + bytes * Int64(step) / 10, total)
+                progress.report(completed: done + bytes * Int64(step) / 10, total: total)
             }
             done += bytes
             state.withLock { $0.packs[index].isLocal = true }

@@ -1,0 +1,58 @@
+import ControlTestSupport
+import Foundation
+import ODRFSControl
+import Testing
+
+/// Connections cost memory, not threads: the event-loop server answers a thousand
+/// clients at once with the threads it started with.
+@Suite(.timeLimit(.minutes(1))) struct ScaleTests {
+    /// Threads of this process (/proc/self/task).
+    static func threadCount() -> Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? -1
+    }
+
+    @Test func aThousandConnectionsAtOnceAreAllAnsweredWithoutNewThreads() async throws {
+        let fixture = try ControlFixture()
+        // Warm up: the server's loop and service threads exist once one request is answered.
+        let first = try await fixture.raw()
+        await first.send(#"{"v":1,"id":0,"op":"status"}"# + "\n")
+        #expect(await first.readReply(to: 0).reply?.ok == true)
+        let before = Self.threadCount()
+
+        var connections: [RawConnection] = []
+        for _ in 0..<1_000 {
+            connections.append(try await fixture.raw())
+        }
+        for (id, connection) in connections.enumerated() {
+            #expect(await connection.send(#"{"v":1,"id":\#(id),"op":"priority.get","tags":["Italy"]}"# + "\n"))
+        }
+        var answered = 0
+        for (id, connection) in connections.enumerated() {
+            if await connection.readReply(to: id, timeout: .seconds(20)).reply?.priorities == ["Italy": 0] { answered += 1 }
+        }
+        let after = Self.threadCount()
+        #expect(answered == 1_000)
+        #expect(fixture.server.connectionCount == 1_001)
+        // The thread-per-connection server this replaced added 2,000 threads here. Other
+        // tests running in parallel in this process may start a few of their own.
+        #expect(after - before < 40, "threads before: \(before), after: \(after)")
+
+        connections.removeAll()
+        #expect(await eventually(.seconds(10)) { fixture.server.connectionCount == 1 })
+        await fixture.stop()
+    }
+
+    @Test func aClientThatFloodsWithoutReadingIsDisconnectedAndOthersAreServed() async throws {
+        let fixture = try ControlFixture()
+        let flooder = try await fixture.raw()
+        // Status replies pile up unread until the server gives up on this client.
+        let request = Data(String(repeating: #"{"v":1,"id":1,"op":"status"}"# + "\n", count: 100).utf8)
+        var sent = 0
+        while await flooder.send(request), sent < 20_000 { sent += 1 }
+        let other = try await fixture.raw()
+        await other.send(#"{"v":1,"id":1,"op":"status"}"# + "\n")
+        #expect(await other.readReply(to: 1).reply?.ok == true)
+        #expect(await eventually(.seconds(20)) { fixture.server.connectionCount == 1 }, "the flooding client was never disconnected")
+        await fixture.stop()
+    }
+}
