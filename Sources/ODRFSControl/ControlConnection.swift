@@ -73,8 +73,9 @@ final class ControlConnection: Sendable {
     /// except that a `droppable` message (a progress event, which a later one supersedes)
     /// is just skipped.
     func send(_ response: ControlResponse, droppable: Bool = false) {
-        var buffer = ByteBuffer(bytes: ControlProtocol.encode(response))
-        buffer.writeInteger(UInt8(ascii: "\n"))
+        var line = ByteBuffer(bytes: ControlProtocol.encode(response))
+        line.writeInteger(UInt8(ascii: "\n"))
+        let buffer = line
         if channel.eventLoop.inEventLoop {
             write(buffer, droppable: droppable)
         } else {

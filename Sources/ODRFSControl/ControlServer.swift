@@ -96,12 +96,12 @@ public final class ControlServer: Sendable {
         let group: any EventLoopGroup = sharedGroup ?? ownedGroup!   // one of the two is set
         let executor = ServiceExecutor(threads: 2)
         let listener = ServerBootstrap(group: group)
-            .serverChannelOption(.maxMessagesPerRead, 64)
-            .childChannelOption(.allowRemoteHalfClosure, true)
-            .childChannelOption(.writeBufferWaterMark, .init(low: Self.outboundLimit / 2, high: Self.outboundLimit))
+            .serverChannelOption(.maxMessagesPerRead, value: 64)
+            .childChannelOption(.allowRemoteHalfClosure, value: true)
+            .childChannelOption(.writeBufferWaterMark, value: .init(low: Self.outboundLimit / 2, high: Self.outboundLimit))
             .childChannelInitializer { [self] channel in admit(channel, executor: executor) }
             .withBoundSocket(fd)
-        listener.whenFailure { [logger, socketPath] error in
+        listener.whenFailure { [logger, socketPath] (error: any Error) in
             logger.error("control socket unavailable", metadata: ["control.socket": "\(socketPath)", "error": "\(error)"])
         }
         state.withLock { state in

@@ -71,7 +71,7 @@ public final class RawConnection: @unchecked Sendable {
     /// backlog is full), then switches to non-blocking reads.
     public init(path: String) throws {
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard withUnixAddress(path, { connect(fd, $0, $1) }) == 0 else {
+        guard withUnixAddress(path, { Glibc.connect(fd, $0, $1) }) == 0 else {
             let error = errno
             close(fd)
             throw POSIXError(POSIXErrorCode(rawValue: error) ?? .EIO)
