@@ -21,6 +21,7 @@ public final class FakeControlService: ControlService {
         var ends = 0
         var cancelledWaits = 0
         var watchers: [UUID: AsyncStream<LowDiskSpaceEvent>.Continuation] = [:]
+        var threadNames: [String] = []
     }
 
     /// Time per download step (10 steps per pack).
@@ -51,6 +52,15 @@ public final class FakeControlService: ControlService {
     public func isLocal(_ id: String) -> Bool { state.withLock { s in s.packs.first { $0.id == id }!.isLocal } }
     public func retains(_ id: String) -> Int { state.withLock { s in s.retains[s.packs.firstIndex { $0.id == id }!] } }
     public var watcherCount: Int { state.withLock { $0.watchers.count } }
+    /// The names of the threads `status` and `setPreservationPriority` ran on.
+    public var threadNames: [String] { state.withLock { $0.threadNames } }
+
+    private func recordThread() {
+        // The thread's name (pthread_getname_np is hidden behind _GNU_SOURCE).
+        let text = ((try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? "?")
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        state.withLock { $0.threadNames.append(text) }
+    }
 
     /// Sends `event` to every low-disk-space watcher.
     public func emitLowDiskSpace(_ event: LowDiskSpaceEvent) {
@@ -68,7 +78,8 @@ public final class FakeControlService: ControlService {
     }
 
     public func status() async -> StatusSnapshot {
-        state.withLock { state in
+        recordThread()
+        return state.withLock { state in
             let packs = state.packs.enumerated().map { index, pack in
                 StatusSnapshot.PackEntry(
                     id: pack.id, tags: pack.tags, bytes: pack.bytes,
@@ -145,6 +156,7 @@ public final class FakeControlService: ControlService {
     }
 
     public func setPreservationPriority(_ value: Double, tags: [String]) throws(ControlError) {
+        recordThread()
         try state.withLock { state throws(ControlError) in
             _ = try packs(for: tags, in: state)
             tags.forEach { state.priorities[$0] = value }

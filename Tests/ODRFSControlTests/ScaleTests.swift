@@ -36,6 +36,7 @@ import Testing
         // The thread-per-connection server this replaced added 2,000 threads here. Other
         // tests running in parallel in this process may start a few of their own.
         #expect(after - before < 40, "threads before: \(before), after: \(after)")
+        if ProcessInfo.processInfo.environment["ODRFS_PRINT_THREADS"] != nil { print("control threads before: \(before), after 1000 connections: \(after)") }
 
         connections.removeAll()
         #expect(await eventually(.seconds(10)) { fixture.server.connectionCount == 1 })
@@ -53,6 +54,32 @@ import Testing
         await other.send(#"{"v":1,"id":1,"op":"status"}"# + "\n")
         #expect(await other.readReply(to: 1).reply?.ok == true)
         #expect(await eventually(.seconds(20)) { fixture.server.connectionCount == 1 }, "the flooding client was never disconnected")
+        await fixture.stop()
+    }
+
+    @Test func serviceCallsRunOnTheServiceThreadsNeverOnTheLoopOrTheCooperativePool() async throws {
+        let fixture = try ControlFixture()
+        let raw = try await fixture.raw()
+        await raw.send(#"{"v":1,"id":1,"op":"status"}"# + "\n")
+        await raw.send(#"{"v":1,"id":2,"op":"priority.set","tags":["Italy"],"value":0.5}"# + "\n")
+        #expect(await raw.readReply(to: 2).reply?.ok == true)
+        let names = fixture.service.threadNames
+        #expect(names.count == 2)
+        #expect(names.allSatisfy { $0.hasPrefix("TP-#") }, "service called on \(names)")   // NIOThreadPool's threads
+        await fixture.stop()
+    }
+
+    @Test func fastProgressIsCoalesced() async throws {
+        // 20 progress reports within a few milliseconds: the first goes out at once, the
+        // rest fold into the last one, which precedes the reply.
+        let fixture = try ControlFixture(service: FakeControlService(stepDelay: .microseconds(100)))
+        let raw = try await fixture.raw()
+        await raw.send(#"{"v":1,"id":1,"op":"request","tags":["Italy"]}"# + "\n")
+        let (reply, events) = await raw.readReply(to: 1)
+        #expect(reply?.ok == true)
+        #expect(events.count <= 3, "\(events.map { $0.completed ?? -1 })")
+        #expect(events.first?.completed == 0)
+        #expect(events.last?.completed == 2_500 && events.last?.total == 2_500)
         await fixture.stop()
     }
 }
