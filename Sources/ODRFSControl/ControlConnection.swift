@@ -197,6 +197,9 @@ final class ControlConnection: Sendable {
         if !held.isEmpty || !inFlight.isEmpty {
             logger.info("control client gone: released its requests", metadata: ["requests.held": "\(held.count)", "requests.cancelled": "\(inFlight.count)"])
         }
+        // Awaited so that nothing sends on this channel, or runs on the server's threads,
+        // after `ControlServer.stop()` has returned.
         for task in inFlight { await task.value }
+        for task in watches { await task.value }
     }
 }

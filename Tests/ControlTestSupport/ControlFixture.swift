@@ -46,6 +46,11 @@ public func eventually(_ timeout: Duration = .seconds(5), _ condition: () -> Boo
     return true
 }
 
+/// Waits (async, without blocking a thread) at most `timeout` for `child` to exit.
+public func exited(_ child: ChildProcess, within timeout: Duration) async -> Bool {
+    await eventually(timeout) { !child.isRunning }
+}
+
 /// Calls `body` (bind or connect) with a `sockaddr_un` for `path` and its length.
 public func withUnixAddress(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Int32) -> Int32 {
     var address = sockaddr_un()

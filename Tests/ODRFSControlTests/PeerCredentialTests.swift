@@ -38,7 +38,7 @@ import TestSupport
             """
         let child = try ChildProcess("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script, fixture.socketPath],
                                      stdout: output.path + "/out", stderr: output.path + "/err")
-        #expect(child.wait(timeout: .seconds(20)))
+        #expect(await exited(child, within: .seconds(20)))
         let text = (try? String(contentsOfFile: output.path + "/out", encoding: .utf8)) ?? ""
         let errors = (try? String(contentsOfFile: output.path + "/err", encoding: .utf8)) ?? ""
         #expect(child.terminationStatus == 0, "\(errors)")

@@ -70,15 +70,15 @@ import Testing
     }
 
     @Test func fastProgressIsCoalesced() async throws {
-        // 20 progress reports within a few milliseconds: the first goes out at once, the
-        // rest fold into the last one, which precedes the reply.
+        // 20 progress reports within a few milliseconds: one goes out at once (whatever
+        // is latest when the event loop gets to it), the rest fold into the last one,
+        // which precedes the reply.
         let fixture = try ControlFixture(service: FakeControlService(stepDelay: .microseconds(100)))
         let raw = try await fixture.raw()
         await raw.send(#"{"v":1,"id":1,"op":"request","tags":["Italy"]}"# + "\n")
         let (reply, events) = await raw.readReply(to: 1)
         #expect(reply?.ok == true)
         #expect(events.count <= 3, "\(events.map { $0.completed ?? -1 })")
-        #expect(events.first?.completed == 0)
         #expect(events.last?.completed == 2_500 && events.last?.total == 2_500)
         await fixture.stop()
     }
