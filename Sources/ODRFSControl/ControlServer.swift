@@ -77,6 +77,9 @@ public final class ControlServer: Sendable {
     /// access), another daemon is serving the same path or the socket cannot be created.
     /// Does not wait: the event loop picks the socket up right after.
     public func start() throws(ControlError) {
+        guard state.withLock({ !$0.started && !$0.stopped }) else {
+            throw ControlError(.internalError, "the control server for \(socketPath) was already started")
+        }
         let directory = RuntimeDirectory(path: (socketPath as NSString).deletingLastPathComponent)
         try directory.create()
         if try PrivatePath.checkEntry(socketPath, kind: S_IFSOCK) {

@@ -101,6 +101,22 @@ import TestSupport
         #expect(error?.message.contains("symbolic link") == true, "\(String(describing: error))")
     }
 
+    @Test(.enabled(if: geteuid() == 0, "needs root to chown to another user"))
+    func pidFilesAndSocketsOfAnotherUserOrKindAreRefused() throws {
+        let layout = try Layout()
+        try layout.runtime.create()
+        // A pid file someone else wrote names no daemon of ours.
+        #expect(FileManager.default.createFile(atPath: layout.runtime.pidFile, contents: Data("\(getpid())\n".utf8)))
+        #expect(layout.runtime.daemonPID() == getpid())
+        #expect(chown(layout.runtime.pidFile, 65534, 65534) == 0)
+        #expect(layout.runtime.daemonPID() == nil)
+        #expect(refusal { () throws(ControlError) in try layout.runtime.writePID() }?.message.contains("owned by uid 65534") == true)
+        // A regular file where the socket goes is not replaced.
+        #expect(FileManager.default.createFile(atPath: layout.runtime.controlSocket, contents: Data()))
+        let server = ControlServer(socketPath: layout.runtime.controlSocket, service: FakeControlService(), logger: Logger(label: "test"))
+        #expect(refusal { () throws(ControlError) in try server.start() }?.message.contains("not a socket") == true)
+    }
+
     @Test func theClientChecksWhoListens() throws {
         let socket = "/tmp/x.sock"
         #expect(refusal { () throws(ControlError) in try ControlClient.verifyServer(uid: 0, expected: [1000, 0], socketPath: socket) } == nil)
