@@ -142,15 +142,22 @@ public final class BundleResourceRequest: Sendable {
     /// Begins accessing the resources only if every pack they need is already local
     /// (never downloads): true if so, and they are then kept until ``endAccessingResources()``.
     public func conditionallyBeginAccessingResources() async -> Bool {
-        guard let client = try? await claim() else { return false }
-        do {
-            let reply = try await client.call(.request(tags: tags.sorted(), loadingPriority: priority, conditional: true))
-            complete(client, id: reply.id)
-            return true
-        } catch {
-            release()
-            return false
+        guard var client = try? await claim() else { return false }
+        let operation = ControlOperation.request(tags: tags.sorted(), loadingPriority: priority, conditional: true)
+        for attempt in 0..<2 {
+            do {
+                let reply = try await client.call(operation)
+                complete(client, id: reply.id)
+                return true
+            } catch {
+                // A shared connection to a daemon that has since restarted: ask the new one, once.
+                guard attempt == 0, error.code == .notRunning, client.isClosed,
+                      let fresh = try? await SharedControlClient.client(mountpoint: mountpoint) else { break }
+                client = fresh
+            }
         }
+        release()
+        return false
     }
 
     /// The completion-handler form of ``conditionallyBeginAccessingResources()``.
