@@ -11,6 +11,13 @@ import Testing
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? -1
     }
 
+    /// Resident memory of this process in KiB (VmRSS in /proc/self/status).
+    static func residentKiB() -> Int {
+        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? -1
+    }
+
     @Test func aThousandConnectionsAtOnceAreAllAnsweredWithoutNewThreads() async throws {
         let fixture = try ControlFixture()
         // Warm up: the server's loop and service threads exist once one request is answered.
@@ -18,6 +25,7 @@ import Testing
         await first.send(#"{"v":1,"id":0,"op":"status"}"# + "\n")
         #expect(await first.readReply(to: 0).reply?.ok == true)
         let before = Self.threadCount()
+        let memoryBefore = Self.residentKiB()
 
         var connections: [RawConnection] = []
         for _ in 0..<1_000 {
@@ -31,12 +39,13 @@ import Testing
             if await connection.readReply(to: id, timeout: .seconds(20)).reply?.priorities == ["Italy": 0] { answered += 1 }
         }
         let after = Self.threadCount()
+        let memoryAfter = Self.residentKiB()
         #expect(answered == 1_000)
         #expect(fixture.server.connectionCount == 1_001)
         // The thread-per-connection server this replaced added 2,000 threads here. Other
         // tests running in parallel in this process may start a few of their own.
         #expect(after - before < 40, "threads before: \(before), after: \(after)")
-        if ProcessInfo.processInfo.environment["ODRFS_PRINT_THREADS"] != nil { print("control threads before: \(before), after 1000 connections: \(after)") }
+        if ProcessInfo.processInfo.environment["ODRFS_PRINT_THREADS"] != nil { print("control threads before: \(before), after 1000 connections: \(after); RSS \(memoryBefore) KiB → \(memoryAfter) KiB (both ends of each connection)") }
 
         connections.removeAll()
         #expect(await eventually(.seconds(10)) { fixture.server.connectionCount == 1 })
