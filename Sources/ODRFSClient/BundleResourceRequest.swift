@@ -44,6 +44,9 @@ public final class BundleResourceRequest: Sendable {
         var held: (client: ControlClient, id: Int)?
         var wait: Task<Result<ControlResponse, ControlError>, Never>?
         var paused = false
+        /// A pause interrupted the wait in flight: its `cancelled` reply means "wait again",
+        /// even if `resume()` came before the reply did.
+        var interruptedByPause = false
         var unpaused: [CheckedContinuation<Void, Never>] = []
     }
 
@@ -104,7 +107,10 @@ public final class BundleResourceRequest: Sendable {
                     complete(client, id: reply.id)
                     return
                 case .failure(let error) where error.code == .cancelled:
-                    let paused = state.withLock { $0.paused }
+                    let paused = state.withLock { state in
+                        defer { state.interruptedByPause = false }
+                        return (state.paused || state.interruptedByPause) && state.phase == .beginning   // not ended meanwhile
+                    }
                     if paused && !progress.isCancelled && !Task.isCancelled { continue }
                     throw .cancelled
                 case .failure(let error) where error.code == .notRunning && client.isClosed && !reconnected:
@@ -219,7 +225,10 @@ public final class BundleResourceRequest: Sendable {
 
     private func interrupt(pausing: Bool) {
         let waiters = state.withLock { state in
-            if pausing { state.paused = true }
+            if pausing {
+                state.paused = true
+                state.interruptedByPause = state.wait != nil
+            }
             state.wait?.cancel()
             defer { if !pausing { state.unpaused.removeAll() } }
             return pausing ? [] : state.unpaused

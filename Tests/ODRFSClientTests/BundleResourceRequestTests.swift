@@ -87,6 +87,21 @@ import Testing
         await fixture.stop()
     }
 
+    @Test func aResumeRightAfterAPauseStillFinishes() async throws {
+        // The resume comes before the daemon's `cancelled` reply to the paused wait: that
+        // reply must mean "wait again", not "the request was cancelled".
+        let fixture = try ControlFixture(service: FakeControlService(stepDelay: .milliseconds(50)))
+        let request = BundleResourceRequest(tags: ["Rome"], mountpoint: fixture.mountpoint)
+        let begin = Task { try await request.beginAccessingResources() }
+        #expect(await eventually { request.progress.totalUnitCount > 0 })
+        request.progress.pause()
+        request.progress.resume()
+        try await begin.value
+        #expect(fixture.service.retains("Rome") == 1)
+        request.endAccessingResources()
+        await fixture.stop()
+    }
+
     @Test func errorsMapToODRCodes() async throws {
         let fixture = try ControlFixture(service: FakeControlService(maximumInUse: 10_000))
         do {
