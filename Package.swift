@@ -165,6 +165,8 @@ let package = Package(
                 "ODRFSCore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
         // BundleResourceRequest: NSBundleResourceRequest for Swift programs on Linux.
@@ -173,7 +175,10 @@ let package = Package(
         .executableTarget(name: "odrfs-itravel", dependencies: ["ODRFSClient"], path: "Examples/itravel-client"),
         // A fake ControlService shared by the control and client tests.
         .target(name: "ControlTestSupport", dependencies: ["ODRFSControl", "TestSupport"], path: "Tests/ControlTestSupport"),
-        .testTarget(name: "ODRFSControlTests", dependencies: ["ODRFSControl", "ControlTestSupport", "TestSupport"]),
+        .testTarget(name: "ODRFSControlTests", dependencies: [
+            "ODRFSControl", "ControlTestSupport", "TestSupport",
+            .product(name: "NIOCore", package: "swift-nio"),
+        ]),
         .testTarget(name: "ODRFSClientTests", dependencies: ["ODRFSClient", "ODRFSControl", "ControlTestSupport", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]

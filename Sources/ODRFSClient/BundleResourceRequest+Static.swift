@@ -26,24 +26,19 @@ extension BundleResourceRequest {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: LowDiskSpaceEvent.self)
         let task = Task {
             do throws(ControlError) {
-                let client = try ControlClient.connect(mountpoint: mountpoint)
-                let watching = await withTaskCancellationHandler { () async -> ControlError? in
-                    do throws(ControlError) {
-                        try await client.call(.watchDisk) { event in
-                            if let available = event.availableBytes {
-                                continuation.yield(LowDiskSpaceEvent(availableBytes: available, minimumFree: event.minimumFree))
-                            }
-                        }
-                    } catch {
-                        return error
+                let client = try await SharedControlClient.client(mountpoint: mountpoint)
+                let reply = try await client.call(.watchDisk) { event in
+                    if let available = event.availableBytes {
+                        continuation.yield(LowDiskSpaceEvent(availableBytes: available, minimumFree: event.minimumFree))
                     }
-                    await client.waitUntilClosed()
-                    return nil
-                } onCancel: {
-                    client.close()
                 }
-                if let watching { throw watching }
-                continuation.finish(throwing: BundleResourceRequestError.daemonUnavailable("the ODRFS daemon of \(mountpoint) went away"))
+                await client.waitUntilClosed()   // or until the consumer stops iterating
+                if Task.isCancelled {
+                    if let id = reply.id { client.post(.end(request: id)) }
+                    continuation.finish()
+                } else {
+                    continuation.finish(throwing: BundleResourceRequestError.daemonUnavailable("the ODRFS daemon of \(mountpoint) went away"))
+                }
             } catch {
                 continuation.finish(throwing: BundleResourceRequestError(error))
             }
@@ -55,9 +50,7 @@ extension BundleResourceRequest {
     @discardableResult
     static func oneShot(_ operation: ControlOperation, mountpoint: String) async throws(BundleResourceRequestError) -> ControlResponse {
         do throws(ControlError) {
-            let client = try ControlClient.connect(mountpoint: mountpoint)
-            defer { client.close() }
-            return try await client.call(operation)
+            return try await SharedControlClient.client(mountpoint: mountpoint).call(operation)
         } catch {
             throw BundleResourceRequestError(error)
         }

@@ -13,9 +13,10 @@ import Synchronization
 /// ```
 ///
 /// While a request is accessing its resources the daemon keeps their packs (shared
-/// packs included) retained, so they are never purged. The retains live on the
-/// request's connection to the daemon: ``endAccessingResources()``, deinit, or the
-/// process exiting all end them. A request object begins successfully at most once.
+/// packs included) retained, so they are never purged. All requests of a process share
+/// one connection per mount (requests are told apart by id; see `SharedControlClient`);
+/// the retains live on it: ``endAccessingResources()``, deinit, or the process exiting
+/// all end them. A request object begins successfully at most once.
 /// ``progress`` reports the bytes fetched; cancelling it abandons the wait, pausing
 /// it stops waiting until it is resumed (the daemon's download goes on for others).
 public final class BundleResourceRequest: Sendable {
@@ -39,9 +40,13 @@ public final class BundleResourceRequest: Sendable {
     private struct State {
         var loadingPriority = 0.5
         var phase = Phase.idle
-        var client: ControlClient?
+        /// While accessing: the shared connection and the id its retains are held under.
+        var held: (client: ControlClient, id: Int)?
         var wait: Task<Result<ControlResponse, ControlError>, Never>?
         var paused = false
+        /// A pause interrupted the wait in flight: its `cancelled` reply means "wait again",
+        /// even if `resume()` came before the reply did.
+        var interruptedByPause = false
         var unpaused: [CheckedContinuation<Void, Never>] = []
     }
 
@@ -59,7 +64,7 @@ public final class BundleResourceRequest: Sendable {
     deinit {
         state.withLock { state in
             state.wait?.cancel()
-            state.client?.close()
+            if let held = state.held { held.client.post(.end(request: held.id)) }
         }
     }
 
@@ -75,14 +80,15 @@ public final class BundleResourceRequest: Sendable {
     /// ``BundleResourceRequestError``; after a failure the request may begin again, after
     /// success it may not (``BundleResourceRequestError/alreadyBegun``).
     public func beginAccessingResources() async throws(BundleResourceRequestError) {
-        let client = try claim()
+        var client = try await claim()
+        var reconnected = false
         do throws(BundleResourceRequestError) {
             while true {
                 await waitWhilePaused()
                 if progress.isCancelled { throw .cancelled }
                 let operation = ControlOperation.request(tags: tags.sorted(), loadingPriority: priority, conditional: false)
                 let progress = self.progress
-                let task = Task { () -> Result<ControlResponse, ControlError> in
+                let task = Task { [client] () -> Result<ControlResponse, ControlError> in
                     do throws(ControlError) {
                         return .success(try await client.call(operation) { event in
                             guard let completed = event.completed, let total = event.total, total > 0 else { return }
@@ -97,13 +103,25 @@ public final class BundleResourceRequest: Sendable {
                 let result = await withTaskCancellationHandler { await task.value } onCancel: { task.cancel() }
                 state.withLock { $0.wait = nil }
                 switch result {
-                case .success:
-                    complete()
+                case .success(let reply):
+                    complete(client, id: reply.id)
                     return
                 case .failure(let error) where error.code == .cancelled:
-                    let paused = state.withLock { $0.paused }
+                    let paused = state.withLock { state in
+                        defer { state.interruptedByPause = false }
+                        return (state.paused || state.interruptedByPause) && state.phase == .beginning   // not ended meanwhile
+                    }
                     if paused && !progress.isCancelled && !Task.isCancelled { continue }
                     throw .cancelled
+                case .failure(let error) where error.code == .notRunning && client.isClosed && !reconnected:
+                    // The shared connection was to a daemon that has since restarted: the
+                    // request never reached a live daemon, so ask the new one, once.
+                    reconnected = true
+                    do {
+                        client = try await SharedControlClient.client(mountpoint: mountpoint)
+                    } catch {
+                        throw BundleResourceRequestError(error)
+                    }
                 case .failure(let error):
                     throw BundleResourceRequestError(error)
                 }
@@ -130,15 +148,22 @@ public final class BundleResourceRequest: Sendable {
     /// Begins accessing the resources only if every pack they need is already local
     /// (never downloads): true if so, and they are then kept until ``endAccessingResources()``.
     public func conditionallyBeginAccessingResources() async -> Bool {
-        guard let client = try? claim() else { return false }
-        do {
-            try await client.call(.request(tags: tags.sorted(), loadingPriority: priority, conditional: true))
-            complete()
-            return true
-        } catch {
-            release()
-            return false
+        guard var client = try? await claim() else { return false }
+        let operation = ControlOperation.request(tags: tags.sorted(), loadingPriority: priority, conditional: true)
+        for attempt in 0..<2 {
+            do {
+                let reply = try await client.call(operation)
+                complete(client, id: reply.id)
+                return true
+            } catch {
+                // A shared connection to a daemon that has since restarted: ask the new one, once.
+                guard attempt == 0, error.code == .notRunning, client.isClosed,
+                      let fresh = try? await SharedControlClient.client(mountpoint: mountpoint) else { break }
+                client = fresh
+            }
         }
+        release()
+        return false
     }
 
     /// The completion-handler form of ``conditionallyBeginAccessingResources()``.
@@ -151,8 +176,8 @@ public final class BundleResourceRequest: Sendable {
     public func endAccessingResources() {
         state.withLock { state in
             state.wait?.cancel()
-            state.client?.close()
-            state.client = nil
+            if let held = state.held { held.client.post(.end(request: held.id)) }
+            state.held = nil
             state.phase = .ended
         }
     }
@@ -162,42 +187,48 @@ public final class BundleResourceRequest: Sendable {
         return value >= Self.loadingPriorityUrgent ? .urgent : .value(min(max(value.isFinite ? value : 0.5, 0), 1))
     }
 
-    /// Moves from idle to beginning and connects; throws if already begun.
-    private func claim() throws(BundleResourceRequestError) -> ControlClient {
+    /// Moves from idle to beginning and gets the process's shared connection to the
+    /// daemon; throws if already begun.
+    private func claim() async throws(BundleResourceRequestError) -> ControlClient {
         try state.withLock { state throws(BundleResourceRequestError) in
             guard state.phase == .idle else { throw .alreadyBegun }
             state.phase = .beginning
         }
         do {
-            let client = try ControlClient.connect(mountpoint: mountpoint)
-            state.withLock { $0.client = client }
-            return client
+            return try await SharedControlClient.client(mountpoint: mountpoint)
         } catch {
             state.withLock { $0.phase = .idle }
             throw BundleResourceRequestError(error)
         }
     }
 
-    private func complete() {
+    /// Records the retains of request `id`; if the request was ended meanwhile, gives
+    /// them back at once.
+    private func complete(_ client: ControlClient, id: Int?) {
         if progress.totalUnitCount <= 0 { progress.totalUnitCount = 1 }
         progress.completedUnitCount = progress.totalUnitCount
-        state.withLock { state in
-            if state.phase == .beginning { state.phase = .accessing }
+        let keep = state.withLock { state -> Bool in
+            guard state.phase == .beginning else { return false }
+            state.phase = .accessing
+            if let id { state.held = (client, id) }
+            return true
         }
+        if !keep, let id { client.post(.end(request: id)) }
     }
 
-    /// After a failed begin: hang up, and allow another begin unless ended meanwhile.
+    /// After a failed begin: allow another begin unless ended meanwhile.
     private func release() {
         state.withLock { state in
-            state.client?.close()
-            state.client = nil
             if state.phase == .beginning { state.phase = .idle }
         }
     }
 
     private func interrupt(pausing: Bool) {
         let waiters = state.withLock { state in
-            if pausing { state.paused = true }
+            if pausing {
+                state.paused = true
+                state.interruptedByPause = state.wait != nil
+            }
             state.wait?.cancel()
             defer { if !pausing { state.unpaused.removeAll() } }
             return pausing ? [] : state.unpaused

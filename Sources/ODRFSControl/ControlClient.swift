@@ -1,70 +1,111 @@
 import Foundation
-import Synchronization
+import NIOCore
+import NIOPosix
 
 /// A connection to a mount daemon's control socket: sends requests, routes replies and
-/// events back to their callers, and keeps the connection (and with it every request
-/// held on it) until ``close()`` or deinit.
+/// events back to their callers by request id, and keeps the connection (and with it
+/// every request held on it) until ``close()`` or deinit. Many calls may be in flight
+/// at once on one client (requests are tagged with ids); it is safe to share.
 ///
 /// ```swift
-/// let client = try ControlClient.connect(mountpoint: "/mnt/travel")
+/// let client = try await ControlClient.connect(mountpoint: "/mnt/travel")
 /// let reply = try await client.call(.request(tags: ["Italy"], loadingPriority: .default, conditional: false)) { event in
 ///     print(event.completed ?? 0, "of", event.total ?? 0)
 /// }
-/// // the Italy packs stay retained until `client.call(.end(request: reply.id!))` or `client.close()`
+/// // the Italy packs stay retained until `client.post(.end(request: reply.id!))` or `client.close()`
 /// ```
 ///
-/// Replies are read on a dedicated thread. If the daemon goes away every pending call
-/// fails with `not-running` and ``waitUntilClosed()`` returns.
+/// The connection runs on SwiftNIO's process-wide event loop group; nothing blocks the
+/// caller. After connecting, the client checks who listens (SO_PEERCRED): only the
+/// mount's owner, root or the caller's own user may answer, so another user's socket
+/// planted at the path is refused. If the daemon goes away every pending call fails
+/// with `not-running` and ``waitUntilClosed()`` returns.
 public final class ControlClient: Sendable {
     /// The socket this client is connected to.
     public let socketPath: String
-    private let socket: UnixSocket
-    private let writeLock = Mutex(())
-    private let state = Mutex(State())
+    private let channel: any Channel
+    private let router: ControlClientRouter
 
-    private struct State {
-        var nextID = 1
-        var pending: [Int: CheckedContinuation<Result<ControlResponse, ControlError>, Never>] = [:]
-        var handlers: [Int: @Sendable (ControlResponse) -> Void] = [:]
-        /// Set once the connection is gone: why.
-        var closedBecause: ControlError?
-        var closeWaiters: [CheckedContinuation<Void, Never>] = []
-    }
-
-    private init(socket: UnixSocket, socketPath: String) {
-        self.socket = socket
+    private init(channel: any Channel, router: ControlClientRouter, socketPath: String) {
+        self.channel = channel
+        self.router = router
         self.socketPath = socketPath
     }
 
     deinit {
-        socket.shutdown()
+        channel.close(promise: nil)
     }
 
-    /// Connects to the daemon serving `mountpoint` (found through its ``RuntimeDirectory``).
-    public static func connect(mountpoint: String) throws(ControlError) -> ControlClient {
+    /// Connects to the daemon serving `mountpoint` (found through its ``RuntimeDirectory``;
+    /// the mount's owner comes from /proc/self/mountinfo).
+    public static func connect(mountpoint: String) async throws(ControlError) -> ControlClient {
         let resolved = RuntimeDirectory.resolve(mountpoint: mountpoint)
-        return try connect(socketPath: RuntimeDirectory(clientOfMountpoint: resolved).controlSocket, describing: resolved)
+        let owner = RuntimeDirectory.mountOwner(resolved) ?? geteuid()
+        let runtime = RuntimeDirectory(mountpoint: resolved, owner: owner)
+        return try await connect(socketPath: runtime.controlSocket, describing: resolved, expectedServerUIDs: [owner, 0, geteuid()])
     }
 
-    /// Connects to the control socket at `socketPath`; `describing` names the mount in errors.
-    public static func connect(socketPath: String, describing mountpoint: String? = nil) throws(ControlError) -> ControlClient {
+    /// Connects to the control socket at `socketPath`; `describing` names the mount in
+    /// errors. The listener must run as one of `expectedServerUIDs` (default: this
+    /// user or root), else the connection is refused with `permission-denied`.
+    public static func connect(socketPath: String, describing mountpoint: String? = nil,
+                               expectedServerUIDs: Set<uid_t>? = nil) async throws(ControlError) -> ControlClient {
         let name = mountpoint ?? socketPath
-        let socket: UnixSocket
+        let router = ControlClientRouter()
+        let channel = try await open(socketPath, name: name, router: router)
+        let server = try? await PeerCredentials.uid(of: channel).get()
         do {
-            socket = try UnixSocket.connect(to: socketPath)
+            try verifyServer(uid: server ?? nil, expected: expectedServerUIDs ?? [geteuid(), 0], socketPath: socketPath)
         } catch {
-            switch error.errno {
-            case EACCES, EPERM:
-                throw ControlError(.permissionDenied, "permission denied on the control socket \(socketPath): only the user who mounted \(name) and root may control it")
-            case ENOENT, ECONNREFUSED, ENOTDIR:
-                throw ControlError(.notRunning, "\(name) is not an ODRFS mount or its daemon is not running (no control socket at \(socketPath))")
-            default:
-                throw ControlError(.notRunning, "cannot connect to the control socket \(socketPath) of \(name): \(error.reason)")
+            try? await channel.close()
+            throw error
+        }
+        return ControlClient(channel: channel, router: router, socketPath: socketPath)
+    }
+
+    /// Refuses a listener of an unexpected user: someone else may have created the socket
+    /// (for example in a `/tmp` runtime directory) to answer in the daemon's place.
+    static func verifyServer(uid: uid_t?, expected: Set<uid_t>, socketPath: String) throws(ControlError) {
+        guard let uid else {
+            throw ControlError(.permissionDenied, "cannot tell who listens on the control socket \(socketPath) (SO_PEERCRED failed); refusing to talk to it")
+        }
+        guard expected.contains(uid) else {
+            let allowed = expected.sorted().map(String.init).joined(separator: " or ")
+            throw ControlError(.permissionDenied, "the control socket \(socketPath) is served by uid \(uid), not by the mount's owner or root (uid \(allowed)); another user may be impersonating the daemon, so this client refuses to talk to it")
+        }
+    }
+
+    private static func open(_ socketPath: String, name: String, router: ControlClientRouter) async throws(ControlError) -> any Channel {
+        let bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandlers([
+                        ByteToMessageHandler(LineFrameDecoder(limit: ControlProtocol.maximumResponseLength)),
+                        ControlClientHandler(router: router),
+                    ])
+                }
+            }
+        var attempts = 0
+        while true {
+            do {
+                return try await bootstrap.connect(unixDomainSocketPath: socketPath).get()
+            } catch let error as IOError where error.errnoCode == EAGAIN && attempts < 200 {
+                // The daemon's accept backlog is full for a moment: it is alive, try again.
+                attempts += 1
+                try? await Task.sleep(for: .milliseconds(10))
+            } catch let error as IOError {
+                switch error.errnoCode {
+                case EACCES, EPERM:
+                    throw ControlError(.permissionDenied, "permission denied on the control socket \(socketPath): only the user who mounted \(name) and root may control it")
+                case ENOENT, ECONNREFUSED, ENOTDIR:
+                    throw ControlError(.notRunning, "\(name) is not an ODRFS mount or its daemon is not running (no control socket at \(socketPath))")
+                default:
+                    throw ControlError(.notRunning, "cannot connect to the control socket \(socketPath) of \(name): \(String(cString: strerror(error.errnoCode)))")
+                }
+            } catch {
+                throw ControlError(.notRunning, "cannot connect to the control socket \(socketPath) of \(name): \(error)")
             }
         }
-        let client = ControlClient(socket: socket, socketPath: socketPath)
-        client.startReading()
-        return client
     }
 
     /// Sends `operation` and waits for its reply; `onEvent` receives the request's
@@ -73,19 +114,13 @@ public final class ControlClient: Sendable {
     /// waits, the daemon is told to abandon it (the call then throws `cancelled`).
     @discardableResult
     public func call(_ operation: ControlOperation, onEvent: (@Sendable (ControlResponse) -> Void)? = nil) async throws(ControlError) -> ControlResponse {
-        let id = state.withLock { state in
-            defer { state.nextID += 1 }
-            return state.nextID
-        }
+        let id = router.makeID()
         let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Result<ControlResponse, ControlError>, Never>) in
-                let closed = state.withLock { state -> ControlError? in
-                    guard state.closedBecause == nil else { return state.closedBecause }
-                    state.pending[id] = continuation
-                    if let onEvent { state.handlers[id] = onEvent }
-                    return nil
+            await withCheckedContinuation { (continuation: CheckedContinuation<ControlClientRouter.Reply, Never>) in
+                if let closed = router.register(id, continuation, onEvent: onEvent) {
+                    continuation.resume(returning: .failure(closed))
+                    return
                 }
-                if let closed { continuation.resume(returning: .failure(closed)); return }
                 write(ControlRequest(id: id, operation: operation))
                 // Cancelled before the request went out: `onCancel` came too early.
                 if case .request = operation, Task.isCancelled { cancelRequest(id) }
@@ -94,109 +129,51 @@ public final class ControlClient: Sendable {
             if case .request = operation { cancelRequest(id) }
         }
         if case .watchDisk = operation, case .success = result {} else {
-            _ = state.withLock { $0.handlers.removeValue(forKey: id) }
+            router.removeHandler(id)
         }
         let response = try result.get()
         if case .request = operation, Task.isCancelled {
             // Finished just as it was cancelled: give the retains back.
-            _ = try? await call(.end(request: id))
+            post(.end(request: id))
             throw ControlError(.cancelled, "request \(id) was cancelled")
         }
         return response
     }
 
+    /// Sends `operation` without waiting for its reply (which is dropped): for `end`
+    /// from places that cannot wait, such as a deinit. Ending a `watch-disk` also
+    /// stops delivering its events here.
+    public func post(_ operation: ControlOperation) {
+        if case .end(let target) = operation { router.removeHandler(target) }
+        write(ControlRequest(id: router.makeID(), operation: operation))
+    }
+
     /// Asks the daemon to abandon request `id` if it is still in progress.
     public func cancelRequest(_ id: Int) {
-        let cancelID = state.withLock { state in
-            defer { state.nextID += 1 }
-            return state.nextID
-        }
-        write(ControlRequest(id: cancelID, operation: .cancel(request: id)))
+        post(.cancel(request: id))
     }
 
     /// Closes the connection: the daemon releases every request held on it.
     public func close() {
-        socket.shutdown()
+        channel.close(promise: nil)
     }
 
     /// Whether the connection is gone.
     public var isClosed: Bool {
-        state.withLock { $0.closedBecause != nil }
+        router.closedBecause != nil
     }
 
-    /// Returns when the connection is gone (closed here, or the daemon went away).
+    /// Returns when the connection is gone (closed here, or the daemon went away), or
+    /// when the calling task is cancelled.
     public func waitUntilClosed() async {
-        await withCheckedContinuation { continuation in
-            let closed = state.withLock { state -> Bool in
-                if state.closedBecause == nil { state.closeWaiters.append(continuation) }
-                return state.closedBecause != nil
-            }
-            if closed { continuation.resume() }
-        }
+        await router.waitUntilClosed()
     }
 
+    /// Queues one request line. Requests are small; a write that fails means the
+    /// connection is gone, which fails the pending calls through the handler.
     private func write(_ request: ControlRequest) {
-        var line = ControlProtocol.encode(request)
-        line.append(UInt8(ascii: "\n"))
-        // Requests are small and the daemon reads promptly; a failed write shows up as
-        // end of stream on the reading side, which fails the pending calls.
-        writeLock.withLock { _ in
-            if !socket.send(line) { socket.shutdown() }
-        }
-    }
-
-    private func startReading() {
-        let lines = LineReader.lines(from: socket, limit: ControlProtocol.maximumResponseLength, name: "odrfs-control-client")
-        Task.detached { [weak self, socket] in
-            var reason = ControlError(.notRunning, "the ODRFS daemon closed the connection (the mount was unmounted or its daemon stopped)")
-            for await item in lines {
-                guard let self else { break }
-                guard case .line(let line) = item else {
-                    reason = ControlError(.internalError, "the daemon sent a message over \(ControlProtocol.maximumResponseLength) bytes")
-                    break
-                }
-                do throws(ControlError) {
-                    let response = try ControlProtocol.decodeResponse(line)
-                    if response.id == nil, let error = response.error {
-                        reason = error   // e.g. permission denied: the daemon hangs up next
-                    }
-                    self.deliver(response)
-                } catch {
-                    reason = error
-                    self.socket.shutdown()
-                }
-            }
-            self?.finish(reason)
-            socket.close()
-        }
-    }
-
-    private func deliver(_ response: ControlResponse) {
-        guard let id = response.id else { return }
-        if response.isReply {
-            let continuation = state.withLock { $0.pending.removeValue(forKey: id) }
-            if let error = response.error, response.ok == false {
-                continuation?.resume(returning: .failure(error))
-            } else {
-                continuation?.resume(returning: .success(response))
-            }
-        } else if let handler = state.withLock({ $0.handlers[id] }) {
-            handler(response)
-        }
-    }
-
-    private func finish(_ reason: ControlError) {
-        let (pending, waiters) = state.withLock { state in
-            state.closedBecause = state.closedBecause ?? reason
-            defer {
-                state.pending.removeAll()
-                state.handlers.removeAll()
-                state.closeWaiters.removeAll()
-            }
-            return (Array(state.pending.values), state.closeWaiters)
-        }
-        let error = state.withLock { $0.closedBecause! }
-        pending.forEach { $0.resume(returning: .failure(error)) }
-        waiters.forEach { $0.resume() }
+        var buffer = ByteBuffer(bytes: ControlProtocol.encode(request))
+        buffer.writeInteger(UInt8(ascii: "\n"))
+        channel.writeAndFlush(buffer).whenFailure { [channel] _ in channel.close(promise: nil) }
     }
 }

@@ -2,9 +2,6 @@ import Foundation
 import Synchronization
 
 extension ControlConnection {
-    /// Progress events are sent at most this often per request (plus the last one).
-    static let progressInterval = Duration.milliseconds(100)
-
     /// Starts a `request`: a conditional one is answered at once; otherwise a task
     /// waits for the downloads, sending progress, and keeps the retains on success.
     func beginRequest(_ id: Int, tags: [String], loadingPriority: LoadingPriority, conditional: Bool) throws(ControlError) {
@@ -23,8 +20,9 @@ extension ControlConnection {
             try checkUnusedID(id, in: state)
             guard !state.closed else { return }
             // Created under the lock: its body cannot finish (and remove itself)
-            // before it is recorded.
-            state.inFlight[id] = Task { [self] in
+            // before it is recorded. A wait of its own, so later requests on this
+            // connection are not held up behind a download.
+            state.inFlight[id] = Task(executorPreference: executor) { [self] in
                 await wait(id, tags: tags, loadingPriority: loadingPriority)
             }
         }
@@ -50,17 +48,12 @@ extension ControlConnection {
     }
 
     private func wait(_ id: Int, tags: [String], loadingPriority: LoadingPriority) async {
-        let throttle = Mutex<ContinuousClock.Instant?>(nil)
+        let progress = ProgressCoalescer(eventLoop: channel.eventLoop) { [self] completed, total in
+            send(.progress(id, completed: completed, total: total), droppable: true)
+        }
         do throws(ControlError) {
-            let token = try await service.beginAccessing(tags: tags, loadingPriority: loadingPriority) { [self] completed, total in
-                let now = ContinuousClock.now
-                let due = throttle.withLock { last -> Bool in
-                    guard completed >= total || last.map({ now - $0 >= Self.progressInterval }) ?? true else { return false }
-                    last = now
-                    return true
-                }
-                if due { send(.progress(id, completed: completed, total: total)) }
-            }
+            let token = try await service.beginAccessing(tags: tags, loadingPriority: loadingPriority, progress: progress.sink)
+            if let last = progress.finish() { send(.progress(id, completed: last.completed, total: last.total)) }
             if hold(token, as: id) {
                 var reply = ControlResponse.success(id)
                 reply.packs = token.packs
@@ -69,6 +62,7 @@ extension ControlConnection {
                 send(.failure(id, ControlError(.cancelled, "request \(id) was cancelled")))
             }
         } catch {
+            _ = progress.finish()
             state.withLock { _ = $0.inFlight.removeValue(forKey: id) }
             let reported = Task.isCancelled && error.code != .cancelled
                 ? ControlError(.cancelled, "request \(id) was cancelled") : error

@@ -1,19 +1,26 @@
 import Foundation
 import Logging
+import NIOCore
 import Synchronization
 
-/// One client of the ``ControlServer``: reads its requests in order and answers them.
+/// One client of the ``ControlServer``: handles its requests in order and answers them.
+///
+/// Its frames arrive through an ``InboundQueue`` from the channel's handler; ``run()``
+/// runs as a task on the server's ``ServiceExecutor`` (never on the event loop), so it
+/// may call the service directly. Replies are encoded here and written on the event
+/// loop; nothing ever waits for the client to read.
 ///
 /// Invariants (under `state`): every token a `request` obtained is either in `held`
 /// (handed back to the service by `end` or by teardown) or was already handed back;
 /// once `closed` is set nothing is added to `held`, `inFlight` or `watches`, so a
 /// request finishing after the client vanished releases its token itself.
 final class ControlConnection: Sendable {
-    let socket: UnixSocket
+    let channel: any Channel
     let number: UInt64
     let service: any ControlService
+    let executor: ServiceExecutor
+    let inbound: InboundQueue
     let logger: Logger
-    let writer: LineWriter
     let state = Mutex(State())
 
     struct State {
@@ -26,44 +33,75 @@ final class ControlConnection: Sendable {
         var watches: [Int: Task<Void, Never>] = [:]
     }
 
-    init(socket: UnixSocket, number: UInt64, service: any ControlService, logger: Logger) {
-        self.socket = socket
+    init(channel: any Channel, number: UInt64, service: any ControlService, executor: ServiceExecutor, logger: Logger) {
+        self.channel = channel
         self.number = number
         self.service = service
+        self.executor = executor
+        inbound = InboundQueue { [channel] in channel.read() }
         var logger = logger
         logger[metadataKey: "control.connection"] = "\(number)"
         self.logger = logger
-        writer = LineWriter(socket: socket, name: "odrfs-control-write-\(number)")
     }
 
     /// Serves until the client hangs up (or is disconnected), then releases
-    /// everything the connection holds and closes the socket.
+    /// everything the connection holds and closes the channel.
     func run() async {
         logger.debug("control connection opened")
-        let lines = LineReader.lines(from: socket, limit: ControlProtocol.maximumRequestLength, name: "odrfs-control-read-\(number)")
-        for await item in lines {
-            switch item {
+        reading: while let frame = await inbound.next() {
+            switch frame {
             case .line(let line):
-                await handle(line)
+                await handle(Data(line.readableBytesView))
             case .oversized:
                 logger.warning("control message over the size limit; disconnecting", metadata: ["control.limit": "\(ControlProtocol.maximumRequestLength)"])
                 send(.failure(nil, ControlError(.badRequest, "message longer than \(ControlProtocol.maximumRequestLength) bytes; closing the connection")))
-                await writer.finish(shutdown: true)
+                break reading
             }
         }
         await teardown()
-        await writer.finish(shutdown: true)
-        socket.close()
+        closeAfterPendingWrites()
         logger.debug("control connection closed")
     }
 
     /// Hangs up on the client; `run` then tears down.
     func disconnect() {
-        socket.shutdown()
+        channel.close(promise: nil)
     }
 
-    func send(_ response: ControlResponse) {
-        writer.send(ControlProtocol.encode(response))
+    /// Queues `response` for the client, in order with every earlier send. A client so
+    /// far behind that the channel is no longer writable (8 MiB waiting) is disconnected,
+    /// except that a `droppable` message (a progress event, which a later one supersedes)
+    /// is just skipped.
+    func send(_ response: ControlResponse, droppable: Bool = false) {
+        var line = ByteBuffer(bytes: ControlProtocol.encode(response))
+        line.writeInteger(UInt8(ascii: "\n"))
+        let buffer = line
+        if channel.eventLoop.inEventLoop {
+            write(buffer, droppable: droppable)
+        } else {
+            channel.eventLoop.execute { [self] in write(buffer, droppable: droppable) }
+        }
+    }
+
+    /// On the event loop.
+    private func write(_ buffer: ByteBuffer, droppable: Bool) {
+        guard channel.isActive else { return }
+        guard channel.isWritable else {
+            guard !droppable else { return }
+            logger.warning("control client is not reading its replies; disconnecting", metadata: ["control.limit": "\(ControlServer.outboundLimit)"])
+            channel.close(promise: nil)
+            return
+        }
+        channel.writeAndFlush(buffer, promise: nil)
+    }
+
+    /// Closes the channel once every reply sent so far is written.
+    private func closeAfterPendingWrites() {
+        let channel = channel
+        channel.eventLoop.execute {
+            guard channel.isActive else { return }
+            channel.writeAndFlush(ByteBuffer()).whenComplete { _ in channel.close(promise: nil) }
+        }
     }
 
     private func handle(_ line: Data) async {
@@ -134,7 +172,7 @@ final class ControlConnection: Sendable {
             guard !state.closed else { return }
             send(.success(id))
             let events = service.lowDiskSpaceEvents()
-            state.watches[id] = Task { [self] in
+            state.watches[id] = Task(executorPreference: executor) { [self] in
                 for await event in events {
                     send(.lowDiskSpace(id, event))
                 }
@@ -159,6 +197,9 @@ final class ControlConnection: Sendable {
         if !held.isEmpty || !inFlight.isEmpty {
             logger.info("control client gone: released its requests", metadata: ["requests.held": "\(held.count)", "requests.cancelled": "\(inFlight.count)"])
         }
+        // Awaited so that nothing sends on this channel, or runs on the server's threads,
+        // after `ControlServer.stop()` has returned.
         for task in inFlight { await task.value }
+        for task in watches { await task.value }
     }
 }

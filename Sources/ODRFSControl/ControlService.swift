@@ -8,15 +8,22 @@ import Foundation
 /// or ``beginAccessingIfLocal(tags:)`` to the connection that asked and hands it back
 /// to ``endAccessing(_:)`` exactly once: when the client ends the request, or when the
 /// connection drops.
+///
+/// Where the methods run: never on the server's event loop. The server calls every
+/// method from a task on its service executor (a small pool of threads of its own, see
+/// ``ControlServer``), so a method may block briefly on a lock or on disk without
+/// stalling other clients or Swift's cooperative pool; a long wait (a download) should
+/// suspend rather than block.
 public protocol ControlService: Sendable {
     /// A consistent snapshot of every pack and tag and of the cache.
     func status() async -> StatusSnapshot
-    /// Fetches and retains every pack of `tags`; reports progress; throws on failure.
-    /// Cancellation of the calling task abandons the wait (throw `.cancelled`, retain
-    /// nothing); the download itself may go on for others.
+    /// Fetches and retains every pack of `tags`; throws on failure. Pushes progress to
+    /// `progress` whenever bytes arrive (the server coalesces; see ``ProgressSink``),
+    /// including a first report of what is already local. Cancellation of the calling
+    /// task abandons the wait (throw `.cancelled`, retain nothing); the download itself
+    /// may go on for others.
     func beginAccessing(
-        tags: [String], loadingPriority: LoadingPriority,
-        progress: @escaping @Sendable (_ completed: Int64, _ total: Int64) -> Void
+        tags: [String], loadingPriority: LoadingPriority, progress: ProgressSink
     ) async throws(ControlError) -> RetainToken
     /// Retains and returns a token only if everything is already local; nil otherwise (never downloads).
     func beginAccessingIfLocal(tags: [String]) throws(ControlError) -> RetainToken?

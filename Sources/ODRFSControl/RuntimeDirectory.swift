@@ -10,12 +10,23 @@ import ODRFSCore
 /// 8 bytes of the SHA-256 of the absolute, symlink-free mountpoint path, in hex. The
 /// directory is mode 0700; the socket inside, `control.sock`, is mode 0600.
 ///
+/// In a world-writable place (`/tmp`) another user could create the directory first or
+/// plant symlinks: ``create()`` refuses a directory (or parent) that is a symlink, is not
+/// owned by this user or has any group or other permission bits, and the pid file and
+/// socket are checked the same way (see `PrivatePath`). Clients in turn check who
+/// listens on the socket (``ControlClient``).
+///
 /// Daemon and clients compute the same path when they run as the same user, which is
 /// the only user besides root the daemon talks to: a client resolves the mountpoint
 /// with ``resolve(mountpoint:)`` (realpath) exactly as the daemon did when mounting.
 public struct RuntimeDirectory: Sendable {
     /// The directory's absolute path.
     public let path: String
+
+    /// A runtime directory at an explicit `path` (tests, or a custom location).
+    public init(path: String) {
+        self.path = path
+    }
 
     /// The runtime directory of the mount at `absolutePath` (already resolved), for a
     /// daemon run by this process's user.
@@ -79,17 +90,33 @@ public struct RuntimeDirectory: Sendable {
         return URL(fileURLWithPath: absolute).standardizedFileURL.path
     }
 
-    /// Creates the directory (and its parent) with mode 0700.
-    public func create() {
-        let parent = (path as NSString).deletingLastPathComponent
-        mkdir(parent, 0o700)
-        mkdir(path, 0o700)
+    /// Creates the directory and its parent (mode 0700) unless they exist, and verifies
+    /// both: real directories, owned by this user, no group or other permission bits.
+    /// Throws (`permission-denied`, with what to do) rather than use an unsafe one.
+    public func create() throws(ControlError) {
+        try PrivatePath.ensureDirectory((path as NSString).deletingLastPathComponent)
+        try PrivatePath.ensureDirectory(path)
     }
 
-    /// Records this process as the mount's daemon.
-    public func writePID() {
-        create()
-        try? "\(getpid())\n".write(toFile: pidFile, atomically: true, encoding: .utf8)
+    /// Records this process as the mount's daemon: written to a new file (never through
+    /// a symlink, mode 0600) and renamed over the pid file.
+    public func writePID() throws(ControlError) {
+        try create()
+        try PrivatePath.checkEntry(pidFile, kind: S_IFREG)
+        let temporary = pidFile + ".\(getpid()).tmp"
+        unlink(temporary)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw ControlError(.internalError, "cannot write the pid file \(temporary): \(String(cString: strerror(errno)))")
+        }
+        let text = Array("\(getpid())\n".utf8)
+        let written = text.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        guard written == text.count, rename(temporary, pidFile) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            throw ControlError(.internalError, "cannot write the pid file \(pidFile): \(reason)")
+        }
     }
 
     /// Removes the pid file and the directory (which must be empty by then: stop the
@@ -99,10 +126,20 @@ public struct RuntimeDirectory: Sendable {
         rmdir(path)
     }
 
-    /// The pid of the daemon serving this mountpoint, if one is alive.
+    /// The pid of the daemon serving this mountpoint, if one is alive. Only a regular
+    /// file owned by this user or root counts (never read through a symlink).
     public func daemonPID() -> pid_t? {
-        guard let text = try? String(contentsOfFile: pidFile, encoding: .utf8),
-              let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)), pid > 0 else { return nil }
+        let fd = open(pidFile, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG,
+              info.st_uid == geteuid() || info.st_uid == 0 else { return nil }
+        var bytes = [UInt8](repeating: 0, count: 32)
+        let count = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard count > 0,
+              let pid = pid_t(String(decoding: bytes[..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)),
+              pid > 0 else { return nil }
         return kill(pid, 0) == 0 || errno == EPERM ? pid : nil
     }
 }

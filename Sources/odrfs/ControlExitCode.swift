@@ -31,9 +31,9 @@ enum ControlExitCode {
     }
 
     /// Connects to the daemon of `mountpoint`, or fails with a clear message.
-    static func connect(_ command: String, _ mountpoint: String) -> ControlClient {
+    static func connect(_ command: String, _ mountpoint: String) async -> ControlClient {
         do {
-            return try ControlClient.connect(mountpoint: mountpoint)
+            return try await ControlClient.connect(mountpoint: mountpoint)
         } catch {
             fail(command, error)
         }

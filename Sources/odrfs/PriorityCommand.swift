@@ -27,7 +27,7 @@ struct PriorityCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let client = ControlExitCode.connect("priority", mountpoint)
+        let client = await ControlExitCode.connect("priority", mountpoint)
         defer { client.close() }
         do throws(ControlError) {
             if let set {

@@ -24,7 +24,7 @@ struct PurgeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let client = ControlExitCode.connect("purge", mountpoint)
+        let client = await ControlExitCode.connect("purge", mountpoint)
         defer { client.close() }
         do throws(ControlError) {
             let summary = try await client.call(.purge(tags: all ? nil : tags)).purge ?? PurgeSummary()

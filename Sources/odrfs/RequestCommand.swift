@@ -49,7 +49,7 @@ struct RequestCommand: AsyncParsableCommand {
     func run() async throws {
         // Signals end a --hold; before that they must not kill us mid-reply either way.
         let signals = SignalWatcher([SIGINT, SIGTERM])
-        let client = ControlExitCode.connect("request", mountpoint)
+        let client = await ControlExitCode.connect("request", mountpoint)
         let display = ProgressDisplay()
         let names = tags.joined(separator: ", ")
         let request = Task {

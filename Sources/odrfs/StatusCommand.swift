@@ -17,7 +17,7 @@ struct StatusCommand: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        let client = ControlExitCode.connect("status", mountpoint)
+        let client = await ControlExitCode.connect("status", mountpoint)
         defer { client.close() }
         let snapshot: StatusSnapshot
         do throws(ControlError) {

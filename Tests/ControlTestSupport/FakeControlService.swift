@@ -21,6 +21,7 @@ public final class FakeControlService: ControlService {
         var ends = 0
         var cancelledWaits = 0
         var watchers: [UUID: AsyncStream<LowDiskSpaceEvent>.Continuation] = [:]
+        var threadNames: [String] = []
     }
 
     /// Time per download step (10 steps per pack).
@@ -51,6 +52,15 @@ public final class FakeControlService: ControlService {
     public func isLocal(_ id: String) -> Bool { state.withLock { s in s.packs.first { $0.id == id }!.isLocal } }
     public func retains(_ id: String) -> Int { state.withLock { s in s.retains[s.packs.firstIndex { $0.id == id }!] } }
     public var watcherCount: Int { state.withLock { $0.watchers.count } }
+    /// The names of the threads `status` and `setPreservationPriority` ran on.
+    public var threadNames: [String] { state.withLock { $0.threadNames } }
+
+    private func recordThread() {
+        // The thread's name (pthread_getname_np is hidden behind _GNU_SOURCE).
+        let text = ((try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? "?")
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        state.withLock { $0.threadNames.append(text) }
+    }
 
     /// Sends `event` to every low-disk-space watcher.
     public func emitLowDiskSpace(_ event: LowDiskSpaceEvent) {
@@ -68,7 +78,8 @@ public final class FakeControlService: ControlService {
     }
 
     public func status() async -> StatusSnapshot {
-        state.withLock { state in
+        recordThread()
+        return state.withLock { state in
             let packs = state.packs.enumerated().map { index, pack in
                 StatusSnapshot.PackEntry(
                     id: pack.id, tags: pack.tags, bytes: pack.bytes,
@@ -83,8 +94,9 @@ public final class FakeControlService: ControlService {
         }
     }
 
+    /// Pushes progress at every step (10 per pack), as a download would.
     public func beginAccessing(tags: [String], loadingPriority: LoadingPriority,
-                               progress: @escaping @Sendable (Int64, Int64) -> Void) async throws(ControlError) -> RetainToken {
+                               progress: ProgressSink) async throws(ControlError) -> RetainToken {
         if let failure = failure.withLock({ $0 }) { throw failure }
         let (members, missing, total) = try state.withLock { state throws(ControlError) in
             let members = try packs(for: tags, in: state)
@@ -97,7 +109,7 @@ public final class FakeControlService: ControlService {
             return (members, missing, missing.reduce(Int64(0)) { $0 + state.packs[$1].bytes })
         }
         var done: Int64 = 0
-        progress(0, total)
+        progress.report(completed: 0, total: total)
         for index in missing {
             let bytes = state.withLock { $0.packs[index].bytes }
             for step in 1...10 {
@@ -107,7 +119,7 @@ public final class FakeControlService: ControlService {
                     state.withLock { $0.cancelledWaits += 1 }
                     throw ControlError(.cancelled, "wait cancelled")
                 }
-                progress(done + bytes * Int64(step) / 10, total)
+                progress.report(completed: done + bytes * Int64(step) / 10, total: total)
             }
             done += bytes
             state.withLock { $0.packs[index].isLocal = true }
@@ -144,6 +156,7 @@ public final class FakeControlService: ControlService {
     }
 
     public func setPreservationPriority(_ value: Double, tags: [String]) throws(ControlError) {
+        recordThread()
         try state.withLock { state throws(ControlError) in
             _ = try packs(for: tags, in: state)
             tags.forEach { state.priorities[$0] = value }

@@ -87,6 +87,21 @@ import Testing
         await fixture.stop()
     }
 
+    @Test func aResumeRightAfterAPauseStillFinishes() async throws {
+        // The resume comes before the daemon's `cancelled` reply to the paused wait: that
+        // reply must mean "wait again", not "the request was cancelled".
+        let fixture = try ControlFixture(service: FakeControlService(stepDelay: .milliseconds(50)))
+        let request = BundleResourceRequest(tags: ["Rome"], mountpoint: fixture.mountpoint)
+        let begin = Task { try await request.beginAccessingResources() }
+        #expect(await eventually { request.progress.totalUnitCount > 0 })
+        request.progress.pause()
+        request.progress.resume()
+        try await begin.value
+        #expect(fixture.service.retains("Rome") == 1)
+        request.endAccessingResources()
+        await fixture.stop()
+    }
+
     @Test func errorsMapToODRCodes() async throws {
         let fixture = try ControlFixture(service: FakeControlService(maximumInUse: 10_000))
         do {
@@ -157,6 +172,46 @@ import Testing
         #expect(await eventually { fixture.service.watcherCount == 1 })
         fixture.service.emitLowDiskSpace(LowDiskSpaceEvent(availableBytes: 7, minimumFree: 10))
         #expect(try await first.value?.availableBytes == 7)
+        await fixture.stop()
+    }
+
+    @Test func requestsOfAProcessShareOneConnection() async throws {
+        let fixture = try ControlFixture()
+        let requests = ["Iceland", "Italy", "Rome"].map { BundleResourceRequest(tags: [$0], mountpoint: fixture.mountpoint) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for request in requests { group.addTask { try await request.beginAccessingResources() } }
+            try await group.waitForAll()
+        }
+        #expect(try await BundleResourceRequest.preservationPriority(forTag: "Italy", mountpoint: fixture.mountpoint) == 0)
+        #expect(fixture.server.connectionCount == 1)
+        #expect(fixture.service.retains("Italy+Rome") == 2)
+        // Ending one request releases its retains only: the connection (and the others) stay.
+        requests[1].endAccessingResources()
+        #expect(await eventually { fixture.service.retains("Italy") == 0 })
+        #expect(fixture.service.retains("Iceland") == 1 && fixture.service.retains("Rome") == 1)
+        #expect(fixture.server.connectionCount == 1)
+        requests[0].endAccessingResources()
+        requests[2].endAccessingResources()
+        #expect(await eventually { fixture.service.totalRetains == 0 })
+        await fixture.stop()
+    }
+
+    @Test func theSharedConnectionIsRemadeAfterTheDaemonRestarts() async throws {
+        let fixture = try ControlFixture()
+        let before = BundleResourceRequest(tags: ["Iceland"], mountpoint: fixture.mountpoint)
+        try await before.beginAccessingResources()
+        await fixture.server.stop()   // the daemon goes away: its retains with it
+        #expect(fixture.service.totalRetains == 0)
+        let restarted = ControlServer(socketPath: fixture.socketPath, service: fixture.service, logger: .init(label: "test"))
+        try restarted.start()
+        let after = BundleResourceRequest(tags: ["Rome"], mountpoint: fixture.mountpoint)
+        try await after.beginAccessingResources()
+        #expect(fixture.service.retains("Rome") == 1)
+        #expect(restarted.connectionCount == 1)
+        before.endAccessingResources()   // its daemon is gone: nothing to release, no harm
+        after.endAccessingResources()
+        #expect(await eventually { fixture.service.totalRetains == 0 })
+        await restarted.stop()
         await fixture.stop()
     }
 

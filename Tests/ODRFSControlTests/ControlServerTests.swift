@@ -7,7 +7,7 @@ import TestSupport
 @Suite(.timeLimit(.minutes(1))) struct ControlServerTests {
     @Test func statusOverTheSocket() async throws {
         let fixture = try ControlFixture()
-        let client = try ControlClient.connect(mountpoint: fixture.mountpoint)
+        let client = try await ControlClient.connect(mountpoint: fixture.mountpoint)
         let reply = try await client.call(.status)
         #expect(reply.status?.packs.map(\.id) == ["base", "Iceland", "Italy", "Italy+Rome", "Rome", "Huge"])
         #expect(reply.status?.tags.first { $0.tag == "Italy" }?.packs == ["Italy", "Italy+Rome"])
@@ -17,25 +17,25 @@ import TestSupport
 
     @Test func requestSendsProgressAndHoldsUntilEnd() async throws {
         let fixture = try ControlFixture()
-        let raw = try fixture.raw()
-        raw.send(#"{"v":1,"id":1,"op":"request","tags":["Italy"],"loadingPriority":0.5}"# + "\n")
-        let (reply, events) = raw.readReply(to: 1)
+        let raw = try await fixture.raw()
+        await raw.send(#"{"v":1,"id":1,"op":"request","tags":["Italy"],"loadingPriority":0.5}"# + "\n")
+        let (reply, events) = await raw.readReply(to: 1)
         #expect(reply?.ok == true)
         #expect(reply?.packs == [2, 3])
         #expect(!events.isEmpty && events.allSatisfy { $0.event == .progress && $0.id == 1 })
         #expect(events.last?.completed == 2_500 && events.last?.total == 2_500)
         #expect(fixture.service.retains("Italy") == 1 && fixture.service.retains("Italy+Rome") == 1)
-        raw.send(#"{"v":1,"id":2,"op":"end","request":1}"# + "\n")
-        #expect(raw.readReply(to: 2).reply?.ok == true)
+        await raw.send(#"{"v":1,"id":2,"op":"end","request":1}"# + "\n")
+        #expect(await raw.readReply(to: 2).reply?.ok == true)
         #expect(fixture.service.totalRetains == 0)
-        raw.send(#"{"v":1,"id":3,"op":"end","request":1}"# + "\n")
-        #expect(raw.readReply(to: 3).reply?.error?.code == .badRequest)
+        await raw.send(#"{"v":1,"id":3,"op":"end","request":1}"# + "\n")
+        #expect(await raw.readReply(to: 3).reply?.error?.code == .badRequest)
         await fixture.stop()
     }
 
     @Test func conditionalRequestNeverDownloads() async throws {
         let fixture = try ControlFixture()
-        let client = try ControlClient.connect(mountpoint: fixture.mountpoint)
+        let client = try await ControlClient.connect(mountpoint: fixture.mountpoint)
         await #expect(throws: ControlError.self) {
             try await client.call(.request(tags: ["Rome"], loadingPriority: .default, conditional: true))
         }
@@ -55,7 +55,7 @@ import TestSupport
 
     @Test func errorsComeBackTyped() async throws {
         let fixture = try ControlFixture(service: FakeControlService(maximumInUse: 10_000))
-        let client = try ControlClient.connect(mountpoint: fixture.mountpoint)
+        let client = try await ControlClient.connect(mountpoint: fixture.mountpoint)
         for (tags, code) in [(["Nowhere"], ControlError.Code.invalidTag), (["Huge"], .exceededMaximumSize)] {
             do {
                 try await client.call(.request(tags: tags, loadingPriority: .urgent, conditional: false))
@@ -72,7 +72,7 @@ import TestSupport
 
     @Test func prioritiesAndPurge() async throws {
         let fixture = try ControlFixture()
-        let client = try ControlClient.connect(mountpoint: fixture.mountpoint)
+        let client = try await ControlClient.connect(mountpoint: fixture.mountpoint)
         try await client.call(.prioritySet(tags: ["Italy", "Rome"], value: 0.75))
         #expect(try await client.call(.priorityGet(tags: ["Italy", "Iceland"])).priorities == ["Italy": 0.75, "Iceland": 0])
         let rome = try await client.call(.request(tags: ["Rome"], loadingPriority: .default, conditional: false))
@@ -92,11 +92,11 @@ import TestSupport
         let service = FakeControlService(stepDelay: .milliseconds(200))
         let fixture = try ControlFixture(service: service)
         do {
-            let raw = try fixture.raw()
-            raw.send(#"{"v":1,"id":1,"op":"request","tags":["Iceland"]}"# + "\n")
-            #expect(raw.readReply(to: 1).reply?.ok == true)
-            raw.send(#"{"v":1,"id":2,"op":"request","tags":["Rome"]}"# + "\n")
-            #expect(raw.readResponse()?.event == .progress)
+            let raw = try await fixture.raw()
+            await raw.send(#"{"v":1,"id":1,"op":"request","tags":["Iceland"]}"# + "\n")
+            #expect(await raw.readReply(to: 1).reply?.ok == true)
+            await raw.send(#"{"v":1,"id":2,"op":"request","tags":["Rome"]}"# + "\n")
+            #expect(await raw.readResponse()?.event == .progress)
         }   // the connection closes here, mid-download
         #expect(await eventually { service.cancelledWaits == 1 && fixture.server.connectionCount == 0 })
         #expect(service.totalRetains == 0)
@@ -106,12 +106,12 @@ import TestSupport
 
     @Test func cancelStopsARequestInFlight() async throws {
         let fixture = try ControlFixture(service: FakeControlService(stepDelay: .milliseconds(200)))
-        let raw = try fixture.raw()
-        raw.send(#"{"v":1,"id":1,"op":"request","tags":["Rome"]}"# + "\n")
-        #expect(raw.readResponse()?.event == .progress)
-        raw.send(#"{"v":1,"id":2,"op":"cancel","request":1}"# + "\n")
+        let raw = try await fixture.raw()
+        await raw.send(#"{"v":1,"id":1,"op":"request","tags":["Rome"]}"# + "\n")
+        #expect(await raw.readResponse()?.event == .progress)
+        await raw.send(#"{"v":1,"id":2,"op":"cancel","request":1}"# + "\n")
         var replies: [Int: ControlResponse] = [:]
-        while replies.count < 2, let response = raw.readResponse() {
+        while replies.count < 2, let response = await raw.readResponse() {
             if response.isReply { replies[response.id ?? -1] = response }
         }
         #expect(replies[2]?.ok == true)
@@ -122,71 +122,71 @@ import TestSupport
 
     @Test func badMessagesGetErrorsAndTheServerKeepsServing() async throws {
         let fixture = try ControlFixture()
-        let raw = try fixture.raw()
-        raw.send("this is not json\n")
-        #expect(raw.readResponse()?.error?.code == .badRequest)
-        raw.send(#"{"v":1,"id":5,"op":"explode"}"# + "\n")
-        let unknown = raw.readResponse()
+        let raw = try await fixture.raw()
+        await raw.send("this is not json\n")
+        #expect(await raw.readResponse()?.error?.code == .badRequest)
+        await raw.send(#"{"v":1,"id":5,"op":"explode"}"# + "\n")
+        let unknown = await raw.readResponse()
         #expect(unknown?.error?.code == .badRequest && unknown?.id == 5)
-        raw.send(#"{"v":9,"id":6,"op":"status"}"# + "\n")
-        #expect(raw.readResponse()?.error?.code == .unsupportedVersion)
-        raw.send("\n")
-        raw.send(#"{"v":1,"id":7,"op":"status"}"# + "\n")
-        #expect(raw.readResponse()?.status != nil)
+        await raw.send(#"{"v":9,"id":6,"op":"status"}"# + "\n")
+        #expect(await raw.readResponse()?.error?.code == .unsupportedVersion)
+        await raw.send("\n")
+        await raw.send(#"{"v":1,"id":7,"op":"status"}"# + "\n")
+        #expect(await raw.readResponse()?.status != nil)
         // A truncated message followed by a hang-up is dropped without harm.
-        let truncated = try fixture.raw()
-        truncated.send(#"{"v":1,"id":1,"op":"request","tags":["It"#)
+        let truncated = try await fixture.raw()
+        await truncated.send(#"{"v":1,"id":1,"op":"request","tags":["It"#)
         _ = truncated
         await fixture.stop()
     }
 
     @Test func oversizedMessageIsRefusedThenClosed() async throws {
         let fixture = try ControlFixture()
-        let raw = try fixture.raw()
-        raw.send(Data(repeating: UInt8(ascii: "a"), count: ControlProtocol.maximumRequestLength + 10))
-        let reply = raw.readResponse()
+        let raw = try await fixture.raw()
+        await raw.send(Data(repeating: UInt8(ascii: "a"), count: ControlProtocol.maximumRequestLength + 10))
+        let reply = await raw.readResponse()
         #expect(reply?.error?.code == .badRequest)
         #expect(reply?.id == nil)
-        #expect(raw.isClosedByPeer())
-        let other = try fixture.raw()
-        other.send(#"{"v":1,"id":1,"op":"status"}"# + "\n")
-        #expect(other.readResponse()?.ok == true)
+        #expect(await raw.isClosedByPeer())
+        let other = try await fixture.raw()
+        await other.send(#"{"v":1,"id":1,"op":"status"}"# + "\n")
+        #expect(await other.readResponse()?.ok == true)
         await fixture.stop()
     }
 
     @Test func watchDiskStreamsEvents() async throws {
         let fixture = try ControlFixture()
-        let raw = try fixture.raw()
-        raw.send(#"{"v":1,"id":1,"op":"watch-disk"}"# + "\n")
-        #expect(raw.readResponse()?.ok == true)
+        let raw = try await fixture.raw()
+        await raw.send(#"{"v":1,"id":1,"op":"watch-disk"}"# + "\n")
+        #expect(await raw.readResponse()?.ok == true)
         fixture.service.emitLowDiskSpace(LowDiskSpaceEvent(availableBytes: 42, minimumFree: 100))
-        let event = raw.readResponse()
+        let event = await raw.readResponse()
         #expect(event?.event == .lowDiskSpace && event?.availableBytes == 42 && event?.minimumFree == 100)
-        raw.send(#"{"v":1,"id":2,"op":"end","request":1}"# + "\n")
-        #expect(raw.readReply(to: 2).reply?.ok == true)
+        await raw.send(#"{"v":1,"id":2,"op":"end","request":1}"# + "\n")
+        #expect(await raw.readReply(to: 2).reply?.ok == true)
         #expect(await eventually { fixture.service.watcherCount == 0 })
         await fixture.stop()
     }
 
     @Test func connectionsBeyondTheLimitAreRefusedWithAReason() async throws {
         let fixture = try ControlFixture(maximumConnections: 2)
-        var first: RawConnection? = try fixture.raw()
-        let second = try fixture.raw()
+        var first: RawConnection? = try await fixture.raw()
+        let second = try await fixture.raw()
         #expect(await eventually { fixture.server.connectionCount == 2 })
-        let third = try fixture.raw()
-        let refusal = third.readResponse()
+        let third = try await fixture.raw()
+        let refusal = await third.readResponse()
         #expect(refusal?.ok == false)
         #expect(refusal?.error?.code == .tooManyConnections, "\(String(describing: refusal))")
-        #expect(third.isClosedByPeer())
+        #expect(await third.isClosedByPeer())
         // The two accepted ones still work; closing one makes room again.
-        _ = first?.send(#"{"v":1,"id":1,"op":"status"}"# + "\n")
-        #expect(first?.readReply(to: 1).reply?.ok == true)
+        _ = await first?.send(#"{"v":1,"id":1,"op":"status"}"# + "\n")
+        #expect(await first?.readReply(to: 1).reply?.ok == true)
         _ = second
         first = nil  // closes it
         #expect(await eventually { fixture.server.connectionCount == 1 })
-        let fourth = try fixture.raw()
-        _ = fourth.send(#"{"v":1,"id":1,"op":"status"}"# + "\n")
-        #expect(fourth.readReply(to: 1).reply?.ok == true)
+        let fourth = try await fixture.raw()
+        _ = await fourth.send(#"{"v":1,"id":1,"op":"status"}"# + "\n")
+        #expect(await fourth.readReply(to: 1).reply?.ok == true)
         await fixture.stop()
     }
 
@@ -206,7 +206,7 @@ import TestSupport
         // A stale socket file (nobody listening) is replaced.
         let stale = try UnixSocketFile(path: fixture.socketPath)
         try second.start()
-        let client = try ControlClient.connect(socketPath: fixture.socketPath)
+        let client = try await ControlClient.connect(socketPath: fixture.socketPath)
         #expect(try await client.call(.status).ok == true)
         client.close()
         _ = stale
@@ -217,7 +217,7 @@ import TestSupport
     @Test func missingDaemonIsExplained() async throws {
         let directory = try TemporaryDirectory()
         do {
-            _ = try ControlClient.connect(mountpoint: directory.path)
+            _ = try await ControlClient.connect(mountpoint: directory.path)
             Issue.record("connected")
         } catch {
             #expect(error.code == .notRunning)

@@ -8,10 +8,12 @@ import TestSupport
 @Suite(.timeLimit(.minutes(1))) struct PeerCredentialTests {
     @Test(.enabled(if: geteuid() == 0, "needs root to run a client as nobody"))
     func anotherUserIsRefused() async throws {
-        let fixture = try ControlFixture()
-        // Open the door on purpose, so only the credential check stands in the way.
-        chmod((fixture.socketPath as NSString).deletingLastPathComponent, 0o755)
-        chmod((fixture.socketPath as NSString).deletingLastPathComponent.appending("/.."), 0o755)
+        // A socket of its own (not under the shared /run/odrfs), so opening its door on
+        // purpose — so that only the credential check stands in the way — affects no
+        // other test.
+        let place = try TemporaryDirectory()
+        let fixture = try ControlFixture(socketPath: place.path + "/rt/d/control.sock")
+        for path in [place.path, place.path + "/rt", place.path + "/rt/d"] { chmod(path, 0o755) }
         chmod(fixture.socketPath, 0o666)
         let output = try TemporaryDirectory()
         chmod(output.path, 0o777)
@@ -36,7 +38,7 @@ import TestSupport
             """
         let child = try ChildProcess("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script, fixture.socketPath],
                                      stdout: output.path + "/out", stderr: output.path + "/err")
-        #expect(child.wait(timeout: .seconds(20)))
+        #expect(await exited(child, within: .seconds(20)))
         let text = (try? String(contentsOfFile: output.path + "/out", encoding: .utf8)) ?? ""
         let errors = (try? String(contentsOfFile: output.path + "/err", encoding: .utf8)) ?? ""
         #expect(child.terminationStatus == 0, "\(errors)")

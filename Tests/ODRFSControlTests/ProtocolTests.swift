@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 @testable import ODRFSControl
 import Testing
 
@@ -85,16 +86,28 @@ import Testing
         }
     }
 
-    @Test func lineBufferSplitsAndBoundsLines() {
-        var buffer = LineBuffer(limit: 8)
-        func feed(_ text: String) -> [LineBuffer.Item] {
-            Array(text.utf8).withUnsafeBytes { buffer.append($0) }
+    @Test func lineFramesSplitAndBoundLines() {
+        var decoder = LineFrameDecoder(limit: 8)
+        var buffer = ByteBuffer()
+        func feed(_ text: String) -> [ControlFrame] {
+            buffer.writeString(text)
+            var frames: [ControlFrame] = []
+            while let frame = decoder.next(&buffer) { frames.append(frame) }
+            return frames
         }
         #expect(feed("ab") == [])
-        #expect(feed("c\nde\nf") == [.line(Data("abc".utf8)), .line(Data("de".utf8))])
-        #expect(buffer.remainder == Data("f".utf8))   // a truncated message at end of stream
-        #expect(feed("12345678\n") == [.oversized])
-        #expect(feed("ok\n") == [])                   // nothing after an oversized line
+        #expect(feed("c\nde\nf") == [.line(ByteBuffer(string: "abc")), .line(ByteBuffer(string: "de"))])
+        #expect(buffer.readableBytes == 1)              // "f": a truncated message, dropped at end of stream
+        #expect(feed("12345678\n") == [.oversized])     // "f12345678": 9 bytes, over the limit of 8
+        #expect(feed("ok\n") == [])                     // nothing after an oversized line
+    }
+
+    @Test func aLineOfExactlyTheLimitPasses() {
+        var decoder = LineFrameDecoder(limit: 4)
+        var buffer = ByteBuffer(string: "abcd")
+        #expect(decoder.next(&buffer) == nil)
+        buffer.writeString("\n")
+        #expect(decoder.next(&buffer) == .line(ByteBuffer(string: "abcd")))
     }
 
     @Test func errorsCarryODRCodes() {

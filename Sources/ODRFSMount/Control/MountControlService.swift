@@ -25,8 +25,7 @@ public final class MountControlService: ControlService {
     }
 
     public func beginAccessing(
-        tags: [String], loadingPriority: LoadingPriority,
-        progress: @escaping @Sendable (Int64, Int64) -> Void
+        tags: [String], loadingPriority: LoadingPriority, progress: ProgressSink
     ) async throws(ControlError) -> RetainToken {
         let tags = tags.map(Tag.init)
         let packs: [PackNumber]
@@ -40,10 +39,17 @@ public final class MountControlService: ControlService {
         case .urgent: priority = .urgent
         case .value(let value): priority = .request(value)
         }
+        // The resource manager has no per-pack progress hook yet: read the bytes of only
+        // these packs every 100 ms and push a report when they change (the server
+        // coalesces). TODO(lead): feed `progress` from the download's progress instead.
         let reporter = Task { [manager] in
+            var last: (completed: Int64, total: Int64)?
             while !Task.isCancelled {
-                let (done, total) = manager.progress(of: packs)
-                progress(done, total)
+                let now = manager.progress(of: packs)
+                if last.map({ $0 != now }) ?? true {
+                    progress.report(completed: now.completed, total: now.total)
+                    last = now
+                }
                 try? await Task.sleep(for: .milliseconds(100))
             }
         }
@@ -51,7 +57,7 @@ public final class MountControlService: ControlService {
         do {
             let retained = try await manager.beginAccessing(tags, priority: priority)
             let (done, total) = manager.progress(of: packs)
-            progress(done, total)
+            progress.report(completed: done, total: total)
             return RetainToken(packs: retained.map(\.rawValue))
         } catch {
             throw Self.controlError(error)

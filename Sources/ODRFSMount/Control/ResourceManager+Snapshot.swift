@@ -30,16 +30,25 @@ extension ResourceManager {
 
     /// Bytes local (or downloaded so far) and in total, over `packs`.
     public func progress(of packs: [PackNumber]) -> (completed: Int64, total: Int64) {
-        let all = status()
+        // Only the requested slots, under the lock (no copy of the whole table): the
+        // control plane asks this for every waiting request.
+        let slots = state.withLock { state in
+            packs.map { state.slots[Int($0.rawValue)] }.map { (isLocal: $0.isLocal, downloaded: $0.download?.bytesDone) }
+        }
+        // Saturating sums: pack sizes come from the manifest.
+        func add(_ a: Int64, _ b: Int64) -> Int64 {
+            let (sum, overflow) = a.addingReportingOverflow(b)
+            return overflow ? .max : sum
+        }
         var completed: Int64 = 0
         var total: Int64 = 0
-        for pack in packs {
-            let entry = all[Int(pack.rawValue)]
-            total += entry.bytes.value
-            switch entry.state {
-            case .downloaded, .inUse: completed += entry.bytes.value
-            case .downloading: completed += entry.bytesDownloaded.value
-            case .notDownloaded: break
+        for (pack, slot) in zip(packs, slots) {
+            let bytes = manifest.packs[Int(pack.rawValue)].bytes.value
+            total = add(total, bytes)
+            if let downloaded = slot.downloaded {
+                completed = add(completed, downloaded)
+            } else if slot.isLocal {
+                completed = add(completed, bytes)
             }
         }
         return (completed, total)

@@ -123,8 +123,8 @@ public final class MountDaemon: Sendable {
         } catch {
             throw MountError("cannot mount at \(mountpoint): \(error)")
         }
-        runtime.writePID()
         do {
+            try runtime.writePID()
             try control.start()
         } catch {
             // The mount works without its control socket; say so loudly.
