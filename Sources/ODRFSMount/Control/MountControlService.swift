@@ -39,21 +39,12 @@ public final class MountControlService: ControlService {
         case .urgent: priority = .urgent
         case .value(let value): priority = .request(value)
         }
-        // The resource manager has no per-pack progress hook yet: read the bytes of only
-        // these packs every 100 ms and push a report when they change (the server
-        // coalesces). TODO(lead): feed `progress` from the download's progress instead.
-        let reporter = Task { [manager] in
-            var last: (completed: Int64, total: Int64)?
-            while !Task.isCancelled {
-                let now = manager.progress(of: packs)
-                if last.map({ $0 != now }) ?? true {
-                    progress.report(completed: now.completed, total: now.total)
-                    last = now
-                }
-                try? await Task.sleep(for: .milliseconds(100))
-            }
+        // Pushed by the resource manager as the packs' bytes are verified (the server
+        // coalesces reports to one per 100 ms per request).
+        let observation = manager.observeProgress(of: packs) { completed, total in
+            progress.report(completed: completed, total: total)
         }
-        defer { reporter.cancel() }
+        defer { observation.cancel() }
         do {
             let retained = try await manager.beginAccessing(tags, priority: priority)
             let (done, total) = manager.progress(of: packs)

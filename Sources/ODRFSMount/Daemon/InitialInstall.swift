@@ -15,15 +15,8 @@ enum InitialInstall {
             }
         }
         let total = manager.progress(of: packs).total
-        let installing = packs
-        let reporter = Task { [installing] in
-            while !Task.isCancelled {
-                let (done, _) = manager.progress(of: installing)
-                progress(done, total)
-                try? await Task.sleep(for: .milliseconds(200))
-            }
-        }
-        defer { reporter.cancel() }
+        let observation = manager.observeProgress(of: packs) { done, total in progress(done, total) }
+        defer { observation.cancel() }
         let failure = await withTaskGroup(of: (PackNumber, FetchError)?.self) { group in
             for pack in packs {
                 group.addTask {

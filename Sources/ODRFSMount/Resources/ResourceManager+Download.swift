@@ -175,6 +175,7 @@ extension ResourceManager {
             return ready
         }
         for waiter in ready { waiter.resume(.success(progress.file)) }
+        progressObservers.changed(pack)
     }
 
     private func finishDownload(_ pack: PackNumber, result: Result<Void, FetchError>, duration: Duration) {
@@ -208,6 +209,7 @@ extension ResourceManager {
             }
             return .finished(waiters, file)
         }
+        defer { progressObservers.changed(pack) }
         guard case .finished(let waiters, let file) = next else {
             if case .restart(let abandoned) = next { abandoned?.fail("the download was abandoned and started over") }
             startDownload(pack)

@@ -45,6 +45,8 @@ public final class ResourceManager: Sendable {
     /// Free bytes on the cache's filesystem as last measured on the I/O executor, so that
     /// status never calls `statvfs` on the caller's thread.
     let lastAvailableBytes: Mutex<Int64?>
+    /// Tag requests and the initial install, told when their packs move.
+    let progressObservers = ProgressObservers()
 
     /// Someone waiting for a pack: an open(), a tag request, the initial install.
     /// `resume` is called exactly once, outside the lock, from the thread that made the
