@@ -13,6 +13,8 @@
 /// | file index size              | ``maxIndexBytes`` (1 GiB, ~10 million entries) |
 /// | file index entries           | `UInt32.max`                  |
 /// | symlink hops when resolving  | ``maxSymlinkHops`` (40, as Linux's ELOOP) |
+/// | one symlink target           | 4095 bytes (PATH_MAX - 1)     |
+/// | all symlink targets together | ``maxSymlinkTargetBytes`` (64 MiB) |
 public enum BundleLimits {
     /// Upper bound of the sum of every pack's size. 2^52 leaves 2^11 headroom below
     /// `Int64.max`, so even 2,000 such sums added together cannot overflow.
@@ -27,4 +29,7 @@ public enum BundleLimits {
     public static let maxIndexBytes = ByteCount.gibibytes(1)
     /// Symlinks followed while resolving one symlink target inside the bundle.
     public static let maxSymlinkHops = 40
+    /// The bytes of all symlink targets together: each is resolved at validation, one
+    /// lookup per component (a million links of 60 bytes fit).
+    public static let maxSymlinkTargetBytes = ByteCount.mebibytes(64)
 }

@@ -6,7 +6,8 @@
 ///
 /// Each symlink's resolution does not depend on who follows it (a target is always resolved
 /// from the link's own directory), so it is computed once and memoised: O(total target
-/// bytes) for the whole index, however links chain.
+/// bytes) for the whole index, however links chain; that total is bounded by
+/// ``BundleLimits/maxSymlinkTargetBytes``.
 extension FileIndex {
     /// The end of resolving a path inside the bundle.
     enum Resolution: Equatable {
@@ -27,13 +28,24 @@ extension FileIndex {
     public static let maxSymlinkTargetBytes = 4095
 
     func validateSymlinks() throws(FileIndexError) {
+        // Resolution costs one lookup per target component; targets may share string bytes,
+        // so bound their total to keep a hostile index from stalling the mount.
+        var total = 0
+        for n in 0..<count where kind(n) == .symlink {
+            total += symlinkBytes(n).count   // each ≤ UInt32.max, at most 2^32 entries: no overflow in Int
+            guard total <= BundleLimits.maxSymlinkTargetBytes.value else {
+                throw FileIndexError(.corrupt, "symlink targets add up to more than \(BundleLimits.maxSymlinkTargetBytes.value) bytes")
+            }
+        }
         var memo: [UInt32: Resolution] = [:]
         for n in 0..<count where kind(n) == .symlink {
             switch resolveLink(n, depth: 0, memo: &memo) {
             case .entry, .dead: continue
             case .escapes, .tooDeep:
                 let target = String(decoding: symlinkBytes(n), as: UTF8.self)
-                let why = symlinkBytes(n).first == UInt8(ascii: "/") ? "is absolute" : "leaves the bundle"
+                let bytes = symlinkBytes(n)
+                let why = bytes.count > Self.maxSymlinkTargetBytes ? "is longer than \(Self.maxSymlinkTargetBytes) bytes"
+                    : bytes.first == UInt8(ascii: "/") ? "is absolute" : "leaves the bundle"
                 var error = FileIndexError(.unsafeSymlink, "entry \(n) ('\(path(of: EntryNumber(n)))') is a symlink to '\(target)', which \(why)")
                 error.entry = path(of: EntryNumber(n))
                 throw error

@@ -54,3 +54,9 @@ import Testing
         #expect(index.symlinkTarget(of: try #require(index.lookup(path: "x"))) == "s/../../a.txt")
     }
 }
+
+extension FileIndexSymlinkTests {
+    @Test func overlongTargetsAreRefused() {
+        Self.expectUnsafe([.symlink("long", target: String(repeating: "a/", count: 2048))], entry: "long")
+    }
+}
