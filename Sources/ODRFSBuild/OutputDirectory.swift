@@ -7,9 +7,10 @@ import ODRFSCore
 
 /// The dist dir being (re)built, and the rules for touching it: the new tree is assembled in a
 /// hidden sibling (same filesystem, so the final rename is atomic), fsynced, and swapped in
-/// only when complete, with `renameat2(RENAME_EXCHANGE)` so that a kill at any instant leaves
-/// a complete dist dir at the path; an existing directory is replaced only if it is empty or a previous dist dir
-/// (holds a manifest.json), so a typo in `-o` cannot wipe unrelated data.
+/// only when complete, with `renameat2(RENAME_EXCHANGE)` so that a kill at any instant
+/// leaves a complete dist dir at the path; an existing directory is replaced only if it is
+/// empty or a previous dist dir (holds a manifest.json), so a typo in `-o` cannot wipe
+/// unrelated data.
 struct OutputDirectory {
     let path: String
     let parent: String
@@ -89,19 +90,20 @@ struct OutputDirectory {
     /// that were killed: those no live build holds locked.
     func removeStaleSiblings() {
         guard let dir = opendir(parent) else { return }
-        var stale: [String] = []
+        var candidates: [String] = []
         let prefix = ".\(name).odrfs-"
         while let entry = readdir(dir) {
             let entryName = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            guard entryName.hasPrefix(prefix) else { continue }
-            let candidate = parent + "/" + entryName
-            let fd = open(candidate, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-            guard fd >= 0 else { continue }
-            if flock(fd, LOCK_EX | LOCK_NB) == 0 { stale.append(candidate) }
-            close(fd)
+            if entryName.hasPrefix(prefix) { candidates.append(parent + "/" + entryName) }
         }
         closedir(dir)
-        for path in stale { POSIXFile.removeTree(path) }
+        for candidate in candidates {
+            let fd = open(candidate, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard fd >= 0 else { continue }
+            // Removed while locked, so a build that starts meanwhile cannot be using it.
+            if flock(fd, LOCK_EX | LOCK_NB) == 0 { POSIXFile.removeTree(candidate) }
+            close(fd)
+        }
     }
 
     private func makeSibling(_ purpose: String) throws(BuildError) -> String {

@@ -42,8 +42,8 @@ extension FileIndex {
             switch resolveLink(n, depth: 0, memo: &memo) {
             case .entry, .dead: continue
             case .escapes, .tooDeep:
-                let target = String(decoding: symlinkBytes(n), as: UTF8.self)
                 let bytes = symlinkBytes(n)
+                let target = String(decoding: bytes.prefix(200), as: UTF8.self)
                 let why = bytes.count > Self.maxSymlinkTargetBytes ? "is longer than \(Self.maxSymlinkTargetBytes) bytes"
                     : bytes.first == UInt8(ascii: "/") ? "is absolute" : "leaves the bundle"
                 var error = FileIndexError(.unsafeSymlink, "entry \(n) ('\(path(of: EntryNumber(n)))') is a symlink to '\(target)', which \(why)")
