@@ -28,19 +28,13 @@ public struct FileOrigin: Origin {
         into consume: (UnsafeRawBufferPointer) throws(FetchError) -> Void
     ) async throws(FetchError) {
         let fullPath = root + "/" + path
-        // O_NONBLOCK: opening a FIFO put in the dist dir must not block a thread of the
-        // cooperative pool until some writer appears; only regular files are read.
-        let fd = open(fullPath, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        let fd = open(fullPath, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             let code = errno
             let kind: FetchError.Kind = code == ENOENT ? .notFound : .unreachable
             throw FetchError(kind, "cannot open \(fullPath) on origin: \(String(cString: strerror(code)))")
         }
         defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
-            throw FetchError(.corrupt, "\(fullPath) on origin is not a regular file")
-        }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.readSize, alignment: 16)
         defer { buffer.deallocate() }
         var total: Int64 = 0

@@ -132,18 +132,3 @@ struct IndexDownloadLimitTests {
         }
     }
 }
-
-/// A dist dir on a filesystem someone else can write to.
-@Suite(.timeLimit(.minutes(1)))
-struct HostileFileOriginTests {
-    @Test func fifoInTheDistDirIsRefusedWithoutBlocking() async throws {
-        let dist = try TemporaryDirectory()
-        try FileManager.default.createDirectory(atPath: dist.path + "/packs", withIntermediateDirectories: true)
-        #expect(mkfifo(dist.path + "/packs/p.tar", 0o644) == 0)
-        let origin = try FileOrigin(root: dist.path)
-        let error = await #expect(throws: FetchError.self) {
-            try await origin.download("packs/p.tar", expectedBytes: ByteCount(10)) { (_: UnsafeRawBufferPointer) throws(FetchError) in }
-        }
-        #expect(error?.message.contains("not a regular file") == true, "\(String(describing: error))")
-    }
-}
