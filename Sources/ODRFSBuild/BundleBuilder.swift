@@ -12,7 +12,8 @@ import ODRFSCore
 /// 2. Scan the resource root with lstat, sorted by name bytes.
 /// 3. Plan packs by exact tag set; base first.
 /// 4. Write every pack (`packs/<sha256>.tar`), the file index (`index/<sha256>.odrx`) and
-///    `manifest.json` into a temporary sibling of the output, then rename it into place.
+///    `manifest.json` into a temporary sibling of the output, fsync them and their
+///    directories, then swap it into place (see ``OutputDirectory/publish(_:)``).
 ///
 /// Output is a pure function of the input tree and spec: no build-machine time, user or order
 /// leaks in, so the same input gives a byte-identical dist dir. On any error the temporary
@@ -40,12 +41,20 @@ public struct BundleBuilder: Sendable {
         var warnings: [String] = []
         let (spec, specRelative) = try loadSpec(root: root, warnings: &warnings)
         let tree = try ResourceScanner(root: root, skippedPath: specRelative).scan()
+        try tree.checkSymlinks(resourceRoot: root)
         let plan = PackPlan(tree: tree, spec: spec)
         warnings += plan.warnings
 
-        let staging = try output.makeStagingDirectory()
-        do {
+        output.removeStaleSiblings()
+        let lockedStaging = try output.makeStagingDirectory()
+        defer { lockedStaging.release() }
+        let staging = lockedStaging.path
+        do throws(BuildError) {
             let (manifest, rows, entries) = try write(tree: tree, root: root, plan: plan, spec: spec, into: staging, warnings: &warnings)
+            // Files were fsynced as written; now their names.
+            for directory in [staging + "/packs", staging + "/index", staging] {
+                do { try POSIXFile.syncDirectoryChecked(directory) } catch { throw BuildError.io(error, "fsync", directory) }
+            }
             try output.publish(staging)
             for warning in warnings { logger.warning("build warning", metadata: ["warning": "\(warning)"]) }
             logger.info("bundle built", metadata: ["dist": "\(output.path)", "bundle.version": "\(manifest.bundleVersion)",
@@ -113,8 +122,16 @@ public struct BundleBuilder: Sendable {
         let manifest = Manifest(bundleVersion: Manifest.computeBundleVersion(index: indexHash, packs: descriptors),
                                 chunkSize: chunkSize, index: index, packs: descriptors, tags: tags,
                                 initialInstall: spec.initialInstall, prefetch: spec.prefetch)
+        // What every mount will check, checked here first: a bundle beyond BundleLimits or
+        // otherwise unmountable fails the build instead of every mount.
+        let encoded = manifest.encoded()
+        do {
+            try FileIndex(bytes: indexBytes).validate(against: Manifest.decode(encoded))
+        } catch {
+            throw BuildError(.tooLarge, path: nil, "the bundle would not be mountable: \(error)")
+        }
         let path = staging + "/" + Manifest.fileName
-        do { try POSIXFile.writeFile(path, Array(manifest.encoded())) } catch { throw BuildError.io(error, "write", path) }
+        do { try POSIXFile.writeFile(path, Array(encoded)) } catch { throw BuildError.io(error, "write", path) }
         return (manifest, rows, index.entries)
     }
 

@@ -55,12 +55,36 @@ enum POSIXFile {
         return fd
     }
 
+    /// Creates `path` with `bytes`, durably: fsynced before it is closed.
     static func writeFile(_ path: String, _ bytes: [UInt8]) throws(SystemCallError) {
         let fd = try create(path)
         defer { close(fd) }
         // withUnsafeBytes rethrows untyped errors; carry ours out through a Result.
         let result = bytes.withUnsafeBytes { buffer in Result { () throws(SystemCallError) in try writeAll(fd, buffer) } }
         try result.get()
+        try sync(fd)
+    }
+
+    static func sync(_ fd: Int32) throws(SystemCallError) {
+        while fsync(fd) != 0 {
+            guard errno == EINTR else { throw SystemCallError("fsync") }
+        }
+    }
+
+    /// Makes the names in a directory durable (after creating or renaming entries in it).
+    static func syncDirectory(_ path: String) {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        _ = fsync(fd)
+        close(fd)
+    }
+
+    /// Like ``syncDirectory(_:)``, reporting failure: for the output's own directories.
+    static func syncDirectoryChecked(_ path: String) throws(SystemCallError) {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw SystemCallError("open") }
+        defer { close(fd) }
+        try sync(fd)
     }
 
     static func makeDirectory(_ path: String, mode: mode_t = 0o755) throws(SystemCallError) {

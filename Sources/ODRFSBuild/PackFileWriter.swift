@@ -41,12 +41,22 @@ struct PackFileWriter {
             try result.get()
         }
 
+        let root = open(resourceRoot, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard root >= 0 else { throw BuildError.io(SystemCallError("open"), "open the resource directory", resourceRoot) }
+        defer { close(root) }
         for file in files {
             let source = resourceRoot + "/" + file.path
-            let input = open(source, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-            guard input >= 0 else {
-                let error = SystemCallError("open")
-                throw BuildError(.unreadable, path: source, "cannot read '\(source)': \(error.reason)")
+            let input: Int32
+            do {
+                input = try POSIXFile.openRegularFile(beneath: root, file.components)
+            } catch {
+                switch error {
+                case .system(let error):
+                    throw BuildError(.unreadable, path: source, "cannot read '\(source)': \(error.reason)")
+                case .notRegular(let why):
+                    throw BuildError(.unsupportedFileType, path: source,
+                                     "'\(source)' changed while the build ran (\(why)); build again when the resource directory is quiet")
+                }
             }
             defer { close(input) }
             let (header, contentOffset) = tar.beginFile(path: file.path, size: file.size, permissions: file.permissions,
@@ -72,6 +82,7 @@ struct PackFileWriter {
             placements.append((file.path, Placement(pack: number, dataOffset: contentOffset)))
         }
         try emit(tar.finish())
+        do { try POSIXFile.sync(out) } catch { throw BuildError.io(error, "fsync pack file", path) }
         return Result(digests: hasher.finalize(), placements: placements)
     }
 

@@ -123,15 +123,8 @@ struct ResourceScanner {
             throw BuildError(.symlinkOutsideRoot, path: display(relative),
                              "symlink '\(display(relative))' points to the absolute path '\(target)'; use a relative target inside the resource directory")
         }
-        // Resolve lexically from the link's directory: every ".." must stay within the root.
-        var depth = relative.split(separator: "/").count - 1
-        for component in target.split(separator: "/") {
-            if component == ".." { depth -= 1 } else if component != "." { depth += 1 }
-            if depth < 0 {
-                throw BuildError(.symlinkOutsideRoot, path: display(relative),
-                                 "symlink '\(display(relative))' points to '\(target)', outside the resource directory")
-            }
-        }
+        // Whether a relative target stays inside depends on the other links it passes
+        // through: checked on the whole tree by ResourceTree.checkSymlinks.
         return target
     }
 

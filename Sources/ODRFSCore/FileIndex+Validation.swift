@@ -76,8 +76,9 @@ extension FileIndex {
                 guard pack < UInt32(clamping: packCount) else {
                     throw corrupt(n, "is in pack \(pack) but the bundle has \(packCount) packs")
                 }
-                let (_, overflow) = r.u64(F.data).addingReportingOverflow(r.u64(F.size))
-                guard !overflow, r.u64(F.size) <= UInt64(Int64.max) else { throw corrupt(n, "has an impossible size or offset") }
+                // Offsets and sizes are used as Int64 (pread, off_t): their sum must fit.
+                let (end, overflow) = r.u64(F.data).addingReportingOverflow(r.u64(F.size))
+                guard !overflow, end <= UInt64(Int64.max) else { throw corrupt(n, "has an impossible size or offset") }
             case .symlink:
                 guard pack == FileIndexLayout.noPack, r.u64(F.size) == UInt64(r.u32(F.count)) else {
                     throw corrupt(n, "is a symlink with a pack or a size that is not its target length")

@@ -9,8 +9,9 @@ import Darwin
 /// Opening costs one mmap and one validation pass over the records and names, with no per-entry
 /// allocation: a million-entry index maps ~64 MiB of records that the kernel pages in on demand
 /// and shares with the page cache. After init every record is known to be in bounds and
-/// consistent (parents, child ranges, sorted names, pack numbers), so accessors never trap on
-/// hostile bytes they were given.
+/// consistent (parents, child ranges, sorted names, pack numbers, file extents that fit in an
+/// `Int64`, symlinks that stay inside the bundle), so accessors never trap on hostile bytes
+/// they were given. ``validate(against:)`` adds the checks that need the manifest.
 ///
 /// Immutable and safe to share between threads: the mapping is read-only and lives as long as
 /// this object.
@@ -59,6 +60,7 @@ public final class FileIndex: @unchecked Sendable {
         self.stringsLength = header.stringsLength
         self.packCount = Int(header.packCount)
         try validateRecords()
+        try validateSymlinks()
     }
 
     public var entryCount: Int { Int(count) }

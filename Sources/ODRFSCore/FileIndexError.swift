@@ -10,6 +10,8 @@ public struct FileIndexError: Error, CustomStringConvertible, Equatable {
         case unsupportedVersion
         /// A record's field points outside the index or contradicts another record.
         case corrupt
+        /// A symlink whose target is absolute or, resolved inside the bundle, leaves it.
+        case unsafeSymlink
         /// The writer was given a tree it cannot encode (duplicate or invalid names, bad pack number).
         case invalidTree
     }
@@ -18,6 +20,8 @@ public struct FileIndexError: Error, CustomStringConvertible, Equatable {
     public let message: String
     /// The index file, when reading from disk.
     public var path: String?
+    /// The bundle-relative path of the entry at fault, when known (``Kind/unsafeSymlink``).
+    public var entry: String?
 
     public init(_ kind: Kind, _ message: String, path: String? = nil) {
         self.kind = kind

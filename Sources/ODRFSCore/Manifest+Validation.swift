@@ -1,18 +1,25 @@
 extension Manifest {
-    /// Checks every invariant the mount relies on; see ``ManifestError/Kind`` for the list.
+    /// Checks every invariant the mount relies on; see ``ManifestError/Kind`` for the list and
+    /// ``BundleLimits`` for the bounds on every number.
     func validate() throws(ManifestError) {
         guard format == Manifest.currentFormat else {
             throw ManifestError(.unsupportedFormat,
                                 "format \(format) is not supported (this odrfs reads format \(Manifest.currentFormat))")
         }
-        guard chunkSize.value > 0 else {
-            throw ManifestError(.invalidChunkSize, "chunkSize must be positive, got \(chunkSize.value)")
+        guard BundleLimits.chunkSizeRange.contains(chunkSize) else {
+            throw ManifestError(.invalidChunkSize, "chunkSize \(chunkSize.value) is outside \(BundleLimits.chunkSizeRange.lowerBound.value)...\(BundleLimits.chunkSizeRange.upperBound.value)")
         }
         if let problem = SafeRelativePath.problem(with: index.file) {
             throw ManifestError(.unsafePath, "index file '\(index.file)' \(problem)")
         }
         guard index.bytes.value >= 0, index.entries >= 1 else {
             throw ManifestError(.invalidSize, "index has \(index.bytes.value) bytes and \(index.entries) entries; needs at least the root entry")
+        }
+        guard index.bytes <= BundleLimits.maxIndexBytes, index.entries <= Int(UInt32.max) else {
+            throw ManifestError(.tooLarge, "index has \(index.bytes.value) bytes and \(index.entries) entries; the limits are \(BundleLimits.maxIndexBytes.value) bytes and \(UInt32.max) entries")
+        }
+        guard packs.count <= BundleLimits.maxPackCount else {
+            throw ManifestError(.tooLarge, "has \(packs.count) packs; the limit is \(BundleLimits.maxPackCount)")
         }
         guard let first = packs.first, first.id == .base else {
             throw ManifestError(.missingBasePack, "packs[0] must be the base pack \"base\", found \(packs.first.map { "'\($0.id)'" } ?? "no packs")")
@@ -22,9 +29,16 @@ extension Manifest {
         }
         let declaredTags = Set(tags.map(\.tag))
         var seen = Set<PackID>()
+        // The cache is keyed by content hash: two packs with one hash would share a file, and
+        // evicting one would silently make the other not local and skew the cached byte count.
+        var seenHashes = Set<ContentHash>()
+        try validateSizes()
         for (position, pack) in packs.enumerated() {
             guard seen.insert(pack.id).inserted else {
                 throw ManifestError(.duplicatePack, "pack '\(pack.id)' appears twice")
+            }
+            guard seenHashes.insert(pack.sha256).inserted else {
+                throw ManifestError(.duplicatePack, "pack '\(pack.id)' has the same sha256 \(pack.sha256.hex) as another pack")
             }
             try validate(pack: pack, at: position, declaredTags: declaredTags, previous: position > 0 ? packs[position - 1] : nil)
         }
@@ -45,9 +59,7 @@ extension Manifest {
         if let problem = SafeRelativePath.problem(with: pack.file) {
             throw ManifestError(.unsafePath, "pack '\(pack.id)' file '\(pack.file)' \(problem)")
         }
-        guard pack.bytes.value >= 0, pack.files >= 0 else {
-            throw ManifestError(.invalidSize, "pack '\(pack.id)' has a negative size or file count")
-        }
+        // Sizes are bounded by validateSizes() (bytes ≤ 2^52, chunkSize ≤ 2^30): no overflow.
         let needed = (pack.bytes.value + chunkSize.value - 1) / chunkSize.value
         guard Int64(pack.chunks.count) == needed else {
             throw ManifestError(.chunkCountMismatch,
@@ -64,6 +76,25 @@ extension Manifest {
         }
         if position > 0, pack.tags.isEmpty {
             throw ManifestError(.duplicatePack, "pack '\(pack.id)' has no tags; only the base pack may be untagged")
+        }
+    }
+
+    /// Every pack's size and file count, and their total, within ``BundleLimits``; before any
+    /// arithmetic on them.
+    private func validateSizes() throws(ManifestError) {
+        var total = ByteCount.zero
+        for pack in packs {
+            guard pack.bytes.value >= 0, pack.files >= 0 else {
+                throw ManifestError(.invalidSize, "pack '\(pack.id)' has a negative size or file count")
+            }
+            guard pack.bytes <= BundleLimits.maxTotalBytes else {
+                throw ManifestError(.tooLarge, "pack '\(pack.id)' is \(pack.bytes.value) bytes; the limit is \(BundleLimits.maxTotalBytes.value)")
+            }
+            // Both terms ≤ 2^52: cannot overflow.
+            total += pack.bytes
+            guard total <= BundleLimits.maxTotalBytes else {
+                throw ManifestError(.tooLarge, "packs add up to more than \(BundleLimits.maxTotalBytes.value) bytes (at pack '\(pack.id)')")
+            }
         }
     }
 

@@ -5,7 +5,9 @@ import Foundation
 /// version, every pack (id, tags, file, size, hashes), the categories and priorities, and the
 /// file index. Everything else in the dist dir is content addressed and found through it.
 ///
-/// ``decode(_:)`` validates the whole document so that the mount can trust it afterwards;
+/// ``decode(_:)`` validates the whole document so that the mount can trust it afterwards,
+/// including the bounds of ``BundleLimits`` (total and pack size ≤ 2^52 bytes, chunk size
+/// 1 KiB…1 GiB, at most 1,000,000 packs, index ≤ 1 GiB, pack hashes unique);
 /// ``encoded()`` is deterministic so that the same bundle yields the same bytes.
 public struct Manifest: Codable, Sendable, Equatable {
     public static let currentFormat = 1
@@ -76,9 +78,29 @@ public struct Manifest: Codable, Sendable, Equatable {
         return data
     }
 
-    /// The pack at `number`; traps when out of range, like an array subscript.
+    /// The pack at `number`; traps when out of range, like an array subscript. Pack numbers
+    /// from a ``FileIndex`` checked with ``FileIndex/validate(against:)`` and from
+    /// ``packs(for:)`` or ``packNumber(of:)`` are always in range; for any other number use
+    /// ``packIfPresent(_:)``.
     public func pack(_ number: PackNumber) -> PackDescriptor {
         packs[Int(number.rawValue)]
+    }
+
+    /// The pack at `number`, or nil when the manifest has no such pack.
+    public func packIfPresent(_ number: PackNumber) -> PackDescriptor? {
+        Int(number.rawValue) < packs.count ? packs[Int(number.rawValue)] : nil
+    }
+
+    /// The size of all packs together. At most ``BundleLimits/maxTotalBytes`` for a decoded
+    /// (validated) manifest, so sums of any of its packs' sizes never overflow. Saturates
+    /// instead of trapping for a manifest built in memory with absurd sizes.
+    public var totalBytes: ByteCount {
+        var total: Int64 = 0
+        for pack in packs {
+            let (sum, overflow) = total.addingReportingOverflow(max(pack.bytes.value, 0))
+            total = overflow ? .max : sum
+        }
+        return ByteCount(total)
     }
 
     public func packNumber(of id: PackID) -> PackNumber? {

@@ -16,6 +16,8 @@ public struct ManifestError: Error, CustomStringConvertible, Equatable {
         case invalidTag
         case priorityOutOfRange
         case inconsistent
+        /// A size or count beyond ``BundleLimits``.
+        case tooLarge
     }
 
     public let kind: Kind

@@ -28,7 +28,9 @@ public struct PackVerifier {
     /// the last, partial chunk is proven only by `finish()`.
     public var verifiedPrefix: ByteCount {
         let verifiedChunks = min(firstMismatchedChunk ?? hasher.chunks.count, hasher.chunks.count, expected.chunks.count)
-        return ByteCount(min(Int64(verifiedChunks) * hasher.chunkSize, expected.bytes.value))
+        // The descriptor may not come from a validated manifest: never trap on its numbers.
+        let (bytes, overflow) = Int64(verifiedChunks).multipliedReportingOverflow(by: hasher.chunkSize)
+        return ByteCount(overflow ? expected.bytes.value : min(bytes, expected.bytes.value))
     }
 
     public mutating func update(_ bytes: UnsafeRawBufferPointer) {

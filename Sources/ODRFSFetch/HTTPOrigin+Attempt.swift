@@ -79,13 +79,25 @@ extension HTTPOrigin {
                 throw AttemptFailure.classify(error, url: shown)
             }
             guard [301, 302, 303, 307, 308].contains(response.status.code),
-                  let location = response.headers.first(name: "Location"),
-                  let next = URL(string: location, relativeTo: URL(string: current))?.absoluteString
+                  let location = response.headers.first(name: "Location")
             else {
                 return response
             }
-            current = next
+            current = try Self.redirectTarget(location, from: current, shown: shown)
         }
         throw .fatal(FetchError(.unreachable, "more than \(Self.maxRedirects) redirects for \(shown)"))
+    }
+
+    /// Where a redirect's `Location` leads, resolved against the URL that answered. Only
+    /// http and https are followed: AsyncHTTPClient also speaks `http+unix://` and
+    /// `https+unix://`, and a hostile origin must not make the daemon talk to a local socket.
+    static func redirectTarget(_ location: String, from current: String, shown: String) throws(AttemptFailure) -> String {
+        guard let next = URL(string: location, relativeTo: URL(string: current))?.absoluteURL else {
+            throw .fatal(FetchError(.unreachable, "\(shown) redirects to '\(location)', which is not a URL"))
+        }
+        guard let scheme = next.scheme?.lowercased(), scheme == "http" || scheme == "https", next.host != nil else {
+            throw .fatal(FetchError(.unreachable, "\(shown) redirects to '\(location)'; only http and https redirects are followed"))
+        }
+        return next.absoluteString
     }
 }

@@ -101,8 +101,13 @@ public struct PackDownloader: Sendable {
         }
     }
 
-    /// Downloads the file index and checks its size and SHA-256.
+    /// Downloads the file index and checks its size and SHA-256. An index larger than
+    /// ``BundleLimits/maxIndexBytes`` is refused before any byte is fetched (a validated
+    /// manifest never names one); the origin is held to the declared size while streaming.
     public func fetch(_ index: IndexReference) async throws(FetchError) {
+        guard index.bytes.value >= 0, index.bytes <= BundleLimits.maxIndexBytes else {
+            throw FetchError(.corrupt, "file index \(index.file) is declared as \(index.bytes.value) bytes; the limit is \(BundleLimits.maxIndexBytes.value)")
+        }
         let store = self.store
         let file = try await io.run { () throws(FetchError) -> TemporaryFile in
             do throws(StoreError) {

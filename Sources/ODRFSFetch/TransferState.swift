@@ -58,7 +58,13 @@ struct TransferState {
             if let total = range.total, total > expectedBytes.value {
                 throw .fatal(FetchError(.corrupt, "\(url) is \(total) bytes on the origin, more than the \(expectedBytes.value) expected"))
             }
+            // An unrequested "bytes 0-9223372036854775807/*" must not reach the length
+            // arithmetic: a range is only usable inside the file the manifest describes.
+            guard range.last < expectedBytes.value else {
+                throw .fatal(FetchError(.corrupt, "\(url): origin sent bytes \(range.first)-\(range.last), beyond the \(expectedBytes.value) bytes expected"))
+            }
             rememberValidator(headers)
+            // first ≥ 0 and last < expectedBytes: cannot overflow.
             return BodyPlan(skip: 0, length: range.last - range.first + 1)
         case 416 where delivered > 0:
             // The previous attempt got every byte but not the end of the response.

@@ -68,7 +68,7 @@ public struct FileIdentity: Sendable, Equatable {
         guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
         return FileIdentity(
             size: Int64(info.st_size),
-            modifiedNanoseconds: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec),
+            modifiedNanoseconds: Timestamp.totalNanoseconds(seconds: Int64(info.st_mtim.tv_sec), nanoseconds: Int64(info.st_mtim.tv_nsec)),
             inode: Int64(bitPattern: UInt64(info.st_ino))
         )
     }

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Logging
 import ODRFSCore
@@ -73,9 +74,37 @@ public final class PackStore: Sendable {
         return record.isVerified(for: pack)
     }
 
-    /// Whether a verified copy of the file index is in the cache.
+    /// Whether a verified copy of the file index is in the cache: its size and SHA-256 are
+    /// checked again (a mount asks once), because a file in the cache may have been damaged
+    /// or replaced since it was published, and the index is trusted with every pack number
+    /// and offset. A copy that does not match is removed.
     public func contains(_ index: IndexReference) -> Bool {
-        contains(path: layout.path(of: index), bytes: index.bytes)
+        let path = layout.path(of: index)
+        guard index.bytes <= BundleLimits.maxIndexBytes, contains(path: path, bytes: index.bytes) else { return false }
+        guard let digest = Self.sha256(ofFileAt: path), digest == index.sha256 else {
+            logger.warning("removing cached file index whose SHA-256 does not match the manifest", metadata: ["path": "\(path)"])
+            unlink(path)
+            return false
+        }
+        return true
+    }
+
+    /// SHA-256 of a whole file, streamed; nil if it cannot be read.
+    static func sha256(ofFileAt path: String) -> ContentHash? {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { Glibc.close(fd) }
+        var hasher = SHA256()
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                return nil
+            }
+            if n == 0 { return ContentHash(digest: hasher.finalize()) }
+            buffer.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+        }
     }
 
     private func contains(path: String, bytes: ByteCount) -> Bool {
@@ -161,7 +190,9 @@ public final class PackStore: Sendable {
     public func availableBytes() -> Int64? {
         var info = statvfs()
         guard statvfs(layout.root, &info) == 0 else { return nil }
-        return Int64(info.f_bavail) * Int64(info.f_frsize)
+        // Saturating: the numbers come from whatever filesystem the cache is on.
+        let (bytes, overflow) = Int64(clamping: info.f_bavail).multipliedReportingOverflow(by: Int64(clamping: info.f_frsize))
+        return overflow ? .max : bytes
     }
 
     /// Writes the manifest of the mounted bundle, so a later mount can tell what the cache holds.

@@ -87,7 +87,9 @@ import Testing
         await raw.send(#"{"v":1,"id":1,"op":"request","tags":["Italy"]}"# + "\n")
         let (reply, events) = await raw.readReply(to: 1)
         #expect(reply?.ok == true)
-        #expect(events.count <= 3, "\(events.map { $0.completed ?? -1 })")
+        // Not a timing bound (a loaded machine stretches the 2 ms): without coalescing all
+        // 20 reports would go out.
+        #expect(events.count < 20, "\(events.map { $0.completed ?? -1 })")
         #expect(events.last?.completed == 2_500 && events.last?.total == 2_500)
         await fixture.stop()
     }

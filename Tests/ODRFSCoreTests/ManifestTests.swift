@@ -111,3 +111,50 @@ import Testing
         Self.expectError(.inconsistent, containing: "bundleVersion", keepVersion: true) { $0.packs[1].sha256 = Self.hash("other") }
     }
 }
+
+/// Sizes and counts beyond ``BundleLimits`` and duplicate hashes (issue 12, defects 2 and 4).
+@Suite struct ManifestLimitTests {
+    @Test func hugePackSizeIsRejectedNotTrapped() {
+        // Used to trap in `bytes + chunkSize - 1`.
+        ManifestTests.expectError(.tooLarge, containing: "limit") { $0.packs[1].bytes = ByteCount(.max) }
+        ManifestTests.expectError(.tooLarge, containing: "limit") { $0.packs[1].bytes = ByteCount(BundleLimits.maxTotalBytes.value + 1) }
+    }
+
+    @Test func hugeChunkSizeIsRejectedNotTrapped() {
+        ManifestTests.expectError(.invalidChunkSize, containing: "chunkSize") { $0.chunkSize = ByteCount(.max) }
+        ManifestTests.expectError(.invalidChunkSize, containing: "chunkSize") { $0.chunkSize = ByteCount(512) }
+        ManifestTests.expectError(.invalidChunkSize, containing: "chunkSize") { $0.chunkSize = BundleLimits.chunkSizeRange.upperBound + ByteCount(1) }
+    }
+
+    @Test func totalOfAllPacksIsBounded() {
+        // Each pack alone is within the limit; together they are not, so a sum downstream
+        // (statvfs, reservations) could overflow. Rejected before the chunk lists are looked at.
+        ManifestTests.expectError(.tooLarge, containing: "add up") {
+            for n in 1..<$0.packs.count { $0.packs[n].bytes = ByteCount(BundleLimits.maxTotalBytes.value / 2) }
+        }
+    }
+
+    @Test func indexSizeIsBounded() {
+        ManifestTests.expectError(.tooLarge, containing: "index") { $0.index.bytes = BundleLimits.maxIndexBytes + ByteCount(1) }
+        ManifestTests.expectError(.tooLarge, containing: "index") { $0.index.entries = Int(UInt32.max) + 1 }
+    }
+
+    @Test func totalBytesOfAValidManifest() throws {
+        let manifest = try Manifest.decode(ManifestTests.valid().encoded())
+        #expect(manifest.totalBytes == ByteCount(0 + 3000 + 1024 + 1))
+        var absurd = manifest
+        absurd.packs[1].bytes = ByteCount(.max)
+        #expect(absurd.totalBytes == ByteCount(.max), "saturates instead of trapping")
+    }
+
+    @Test func duplicatePackHashesAreRejected() {
+        ManifestTests.expectError(.duplicatePack, containing: "same sha256") { $0.packs[3].sha256 = $0.packs[1].sha256 }
+    }
+
+    @Test func packIfPresent() {
+        let manifest = ManifestTests.valid()
+        #expect(manifest.packIfPresent(PackNumber(3))?.id == PackID("Level2"))
+        #expect(manifest.packIfPresent(PackNumber(4)) == nil)
+        #expect(manifest.packIfPresent(PackNumber(.max)) == nil)
+    }
+}

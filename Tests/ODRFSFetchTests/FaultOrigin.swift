@@ -25,6 +25,8 @@ final class FaultOrigin: Sendable {
         case redirect(String)
         /// An empty response with this status and a `Retry-After` header.
         case busy(status: Int, retryAfter: String)
+        /// 206 with this `Content-Range` header (whatever was asked) and the whole file as body.
+        case partialContent(contentRange: String)
     }
 
     /// One request as the origin saw it.
@@ -149,6 +151,9 @@ private final class FaultHandler: ChannelInboundHandler {
         }
         if case .redirect(let location) = behaviour {
             return send(status: .found, headers: [("Location", location)], body: [], context: context)
+        }
+        if case .partialContent(let contentRange) = behaviour {
+            return send(status: .partialContent, headers: [("Content-Range", contentRange)], body: file, context: context)
         }
         var status = HTTPResponseStatus.ok
         var body = file[...]

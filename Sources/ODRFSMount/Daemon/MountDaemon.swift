@@ -82,6 +82,11 @@ public final class MountDaemon: Sendable {
         let downloader = PackDownloader(origin: origin, store: store, chunkSize: manifest.chunkSize, logger: logger)
         let index = try await BundleLoader.loadIndex(manifest.index, store: store, downloader: downloader)
         do {
+            try index.validate(against: manifest)   // pack numbers and extents: see FileIndex+Manifest
+        } catch {
+            throw MountError("the file index \(manifest.index.file) does not match the manifest: \(error)")
+        }
+        do {
             try await io.run { () throws(StoreError) in try store.saveManifest(manifestData) }
         } catch {
             throw MountError("cannot write to cache: \(error)")

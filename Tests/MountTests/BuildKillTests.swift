@@ -1,0 +1,49 @@
+import Foundation
+import ODRFSCore
+import TestSupport
+import Testing
+
+/// `odrfs build` killed at any instant of a rebuild leaves a complete dist dir at the output
+/// path, and the next build removes what the killed one left beside it (issue 12, defect 10).
+@Suite("odrfs build killed mid-way", .serialized, .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
+struct BuildKillTests {
+    @Test("a rebuild killed at any instant leaves a complete dist dir, and the next build cleans up")
+    func killedRebuildLeavesACompleteDistDir() throws {
+        let fixture = try MountFixture()
+        try fixture.buildTestBundle()
+        let started = ContinuousClock.now
+        let full = try fixture.odrfs(["build", fixture.source, "-o", fixture.dist])
+        try #require(full.status == 0, "\(full.stderr)")
+        let buildTime = ContinuousClock.now - started
+        let microseconds = max(1_000, Int(buildTime.components.seconds) * 1_000_000 + Int(buildTime.components.attoseconds / 1_000_000_000_000))
+        var killedMidway = 0
+        for attempt in 0..<16 {
+            // A new bundle version each time, so every build really replaces the output.
+            try Data("version \(attempt)\n".utf8).write(to: URL(fileURLWithPath: fixture.source + "/README.txt"))
+            let child = try ChildProcess(MountFixture.binary, ["build", fixture.source, "-o", fixture.dist])
+            usleep(UInt32(Int.random(in: 0...(microseconds * 6 / 5))))
+            if child.isRunning { killedMidway += 1 }
+            kill(child.pid, SIGKILL)
+            #expect(child.wait(timeout: .seconds(10)))
+            try Self.expectComplete(fixture.dist, attempt: attempt)
+        }
+        #expect(killedMidway > 0, "no build was killed before it finished (a build takes \(buildTime))")
+        let last = try fixture.odrfs(["build", fixture.source, "-o", fixture.dist])
+        #expect(last.status == 0, "\(last.stderr)")
+        try Self.expectComplete(fixture.dist, attempt: -1)
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: fixture.root).filter { $0.hasPrefix(".dist.") }
+        #expect(leftovers.isEmpty, "\(leftovers)")
+    }
+
+    /// The manifest decodes, the index matches it, and every pack has its size.
+    static func expectComplete(_ dist: String, attempt: Int) throws {
+        let data = try #require(FileManager.default.contents(atPath: dist + "/" + Manifest.fileName), "no manifest after kill \(attempt)")
+        let manifest = try Manifest.decode(data)
+        let index = try FileIndex(contentsOf: dist + "/" + manifest.index.file)
+        try index.validate(against: manifest)
+        for pack in manifest.packs {
+            let attributes = try FileManager.default.attributesOfItem(atPath: dist + "/" + pack.file)
+            #expect((attributes[.size] as? NSNumber)?.int64Value == pack.bytes.value, "pack \(pack.id) after kill \(attempt)")
+        }
+    }
+}
