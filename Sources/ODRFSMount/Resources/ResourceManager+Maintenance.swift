@@ -8,20 +8,20 @@ extension ResourceManager {
     /// timer (free space can shrink because of other programs); writes access times
     /// to the index and purges under pressure. Runs until the task is cancelled.
     public func runMaintenance(interval: Duration = .seconds(2)) async {
-        let ticker = Task { [purgerWakeups] in
+        let ticker = Task { [purger] in
             while !Task.isCancelled {
                 try? await Task.sleep(for: interval)
-                purgerWakeups.yield(.periodicCheck)
+                purger.wake(.periodicCheck)
             }
         }
         defer { ticker.cancel() }
-        for await reason in purgerEvents {
+        for await reason in purger.events {
             if Task.isCancelled { break }
             // SQLite, statvfs and unlink: on the I/O executor, never on the cooperative pool.
             await io.run {
                 self.saveAccesses()
-                self.measureAvailableBytes()
-                self.purgeForPressure(reason: reason)
+                self.purger.measureAvailableBytes()
+                self.purger.purgeForPressure(reason: reason)
             }
         }
     }
@@ -30,7 +30,7 @@ extension ResourceManager {
     /// not each cost a database write). Called by the purger and at shutdown.
     /// Blocking (SQLite): I/O executor only.
     public func saveAccesses() {
-        let pending = withState { state -> [(sha256: String, lastAccess: Date, count: Int64)] in
+        let pending = table.withState { state -> [(sha256: String, lastAccess: Date, count: Int64)] in
             var pending: [(sha256: String, lastAccess: Date, count: Int64)] = []
             for index in state.slots.indices where state.slots[index].unsavedAccesses > 0 {
                 guard let lastAccess = state.slots[index].lastAccess else { continue }
@@ -50,18 +50,18 @@ extension ResourceManager {
     /// once; the SQLite write runs on the I/O executor and stores the tag's value as it is
     /// when the write runs, so writes that overtake each other still leave the last one.
     public func setPreservationPriority(_ priority: Double?, for tag: Tag) {
-        withState { state in
+        table.withState { state in
             state.priorityOverrides[tag] = priority
-            Self.assignPriorities(&state, manifest: manifest)
+            PackTable.assignPriorities(&state, manifest: manifest)
         }
-        withState { _ = $0.unsavedPriorities.insert(tag) }
+        table.withState { _ = $0.unsavedPriorities.insert(tag) }
         io.submit { [self] in savePriorities() }
     }
 
     /// Writes the priority overrides changed since the last save, each with its value at
     /// the time of writing. Blocking (SQLite): I/O executor only.
     func savePriorities() {
-        let pending = withState { state -> [(Tag, Double?)] in
+        let pending = table.withState { state -> [(Tag, Double?)] in
             defer { state.unsavedPriorities.removeAll() }
             return state.unsavedPriorities.map { ($0, state.priorityOverrides[$0]) }
         }
@@ -76,22 +76,44 @@ extension ResourceManager {
 
     /// Every tag's effective preservation priority, in manifest order (one lock, no per-tag scans).
     public func tagPriorities() -> [(tag: String, priority: Double)] {
-        let overrides = withState { $0.priorityOverrides }
+        let overrides = table.withState { $0.priorityOverrides }
         return manifest.tags.map { ($0.tag.name, overrides[$0.tag] ?? $0.preservationPriority) }
     }
 
     /// A tag's effective preservation priority.
     public func preservationPriority(of tag: Tag) -> Double {
-        withState { $0.priorityOverrides[tag] } ?? manifest.preservationPriority(of: tag)
+        table.withState { $0.priorityOverrides[tag] } ?? manifest.preservationPriority(of: tag)
     }
 
     /// Flushes state and releases the cache for another mount.
     public func shutdown() async {
-        purgerWakeups.finish()
+        purger.finish()
         await io.run {
             self.saveAccesses()
             self.savePriorities()
             self.store.releaseLock()
         }
+    }
+}
+
+extension ResourceManager {
+    /// `purgeNow` on the I/O executor, for callers in tasks (the control plane).
+    public func purge(matching: @escaping @Sendable (PackNumber) -> Bool) async -> PurgeReport {
+        await io.run { self.purger.purgeNow(matching: matching) }
+    }
+
+    /// Deletes every unretained local pack whose pack number satisfies `matching`
+    /// (`odrfs purge`); retained ones are reported as kept. Base is never purged.
+    /// Blocking: call it on the I/O executor (or use `purge(matching:)`).
+    @discardableResult
+    public func purgeNow(matching: @escaping (PackNumber) -> Bool) -> PurgeReport {
+        purger.purgeNow(matching: matching)
+    }
+
+    /// Deletes unretained packs if the cache is above its budget or below its free-space
+    /// floor, down to the low watermarks. Returns the bytes freed. Blocking: I/O executor.
+    @discardableResult
+    public func purgeForPressure(reason: PurgeReason) -> Int64 {
+        purger.purgeForPressure(reason: reason)
     }
 }

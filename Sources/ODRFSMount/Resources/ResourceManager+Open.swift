@@ -12,7 +12,7 @@ extension ResourceManager {
     /// Opening a published pack is one `open(2)` of a local file; done on the caller's
     /// thread (a FUSE worker or an I/O thread, never the cooperative pool).
     public func openReaderIfReady(_ pack: PackNumber, prefix: Int64) -> PackReader? {
-        guard case .ready(let file) = join(pack, retains: true, priority: .urgent, prefix: prefix, startIfNeeded: false,
+        guard case .ready(let file) = coordinator.join(pack, retains: true, priority: .urgent, prefix: prefix, startIfNeeded: false,
                                             registers: false, waiter: 0, resume: { _ in }) else { return nil }
         return try? makeReader(pack, file: file).get()
     }
@@ -37,7 +37,7 @@ extension ResourceManager {
                 completion(.failure(error.kind == .notFound ? FetchError(.localIO, error.message) : error))
             }
         }
-        switch join(pack, retains: true, priority: priority, prefix: prefix, startIfNeeded: true, waiter: waiter, resume: resume) {
+        switch coordinator.join(pack, retains: true, priority: priority, prefix: prefix, startIfNeeded: true, waiter: waiter, resume: resume) {
         case .ready(let file): resume(.success(file))
         case .waiting: break
         case .unavailable: completion(.failure(FetchError(.corrupt, "pack '\(manifest.pack(pack).id)' is not available")))
@@ -46,7 +46,7 @@ extension ResourceManager {
 
     /// Async form of `openReader`, for callers in tasks (tests, tools).
     public func openReader(_ pack: PackNumber, prefix: Int64, priority: DownloadPriority = .urgent) async throws(FetchError) -> PackReader {
-        let file = try await acquire(pack, retains: true, priority: priority, prefix: prefix)
+        let file = try await coordinator.acquire(pack, retains: true, priority: priority, prefix: prefix)
         return try makeReader(pack, file: file).get()
     }
 

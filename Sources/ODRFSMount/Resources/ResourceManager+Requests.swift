@@ -45,7 +45,7 @@ extension ResourceManager {
     /// is refused when it would exceed `--max-in-use`. Balance with `endAccessing`.
     public func beginAccessing(_ tags: [Tag], priority: DownloadPriority = .request(0.5)) async throws(ResourceRequestError) -> [PackNumber] {
         let packs = try packs(for: tags)
-        let (newBytes, inUse) = withState { state -> (Int64, Int64) in
+        let (newBytes, inUse) = table.withState { state -> (Int64, Int64) in
             let newBytes = packs.filter { state.slots[Int($0.rawValue)].retainCount == 0 }
                 .reduce(Int64(0)) { $0 + manifest.pack($1).bytes.value }
             return (newBytes, state.inUseBytes)
@@ -82,10 +82,10 @@ extension ResourceManager {
     /// never downloads. If so, retains them all and returns them.
     public func beginAccessingIfLocal(_ tags: [Tag]) throws(ResourceRequestError) -> [PackNumber]? {
         let packs = try packs(for: tags)
-        let now = clock()
-        return withState { state -> [PackNumber]? in
+        let now = table.clock()
+        return table.withState { state -> [PackNumber]? in
             guard packs.allSatisfy({ state.slots[Int($0.rawValue)].isLocal }) else { return nil }
-            for pack in packs { retain(Int(pack.rawValue), in: &state, at: now) }
+            for pack in packs { table.retain(Int(pack.rawValue), in: &state, at: now) }
             return packs
         }
     }

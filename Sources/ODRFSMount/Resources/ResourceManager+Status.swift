@@ -23,12 +23,12 @@ public struct CacheStatus: Sendable {
 
 extension ResourceManager {
     public func state(of pack: PackNumber) -> PackState {
-        withState { Self.packState($0.slots[Int(pack.rawValue)]) }
+        table.withState { Self.packState($0.slots[Int(pack.rawValue)]) }
     }
 
     /// A consistent snapshot of every pack, in manifest order.
     public func status() -> [PackStatus] {
-        let slots = withState { $0.slots }
+        let slots = table.withState { $0.slots }
         return zip(manifest.packs, slots).enumerated().map { offset, element in
             let (pack, slot) = element
             return PackStatus(
@@ -43,8 +43,8 @@ extension ResourceManager {
     /// Never blocks: free space is the figure last measured on the I/O executor
     /// (by the maintenance loop every 2 s, and before each download).
     public func cacheStatus() -> CacheStatus {
-        let available = lastAvailableBytes.withLock { $0 }
-        return withState { state in
+        let available = purger.lastMeasuredAvailableBytes
+        return table.withState { state in
             let inUse = state.inUseBytes
             return CacheStatus(
                 cachedBytes: state.cachedBytes, reservedBytes: state.reservedBytes,
@@ -56,7 +56,7 @@ extension ResourceManager {
         }
     }
 
-    static func packState(_ slot: Slot) -> PackState {
+    static func packState(_ slot: PackTable.Slot) -> PackState {
         if slot.download != nil { return .downloading }
         if !slot.isLocal { return .notDownloaded }
         return slot.retainCount > 0 ? .inUse : .downloaded

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import ODRFSCore
 import ODRFSFetch
+import ODRFSRuntime
 import ODRFSStore
 
 /// What `join` did with a caller.
@@ -16,7 +17,71 @@ enum JoinOutcome {
     case unavailable
 }
 
-extension ResourceManager {
+/// Single-flight downloads: however many callers want a pack, one download runs and
+/// the callers wait on it as *waiters*, resumed by callbacks from the thread that made
+/// the progress (the I/O thread that wrote and verified the bytes, the download task
+/// that finished). A waiter that is withdrawn (a FUSE interrupt) leaves alone; the last
+/// one to leave a download no reader holds cancels it. At most `--max-downloads` run
+/// at once (``DownloadQueue``); a blocked open() is urgent and jumps the queue.
+///
+/// Downloads live in the pack table's slots (so "local", "downloading" and retains
+/// change atomically); the coordinator owns their life cycle and the waiters.
+final class DownloadCoordinator: Sendable {
+    /// Someone waiting for a pack: an open(), a tag request, the initial install.
+    /// `resume` is called exactly once, outside the lock. On success the retain (if
+    /// `retains`) is already taken, and the file is the download's, readable up to at
+    /// least `prefix` (nil: the pack is published; open it from the cache).
+    struct Waiter {
+        var retains: Bool
+        /// Resume once this many leading bytes are verified (progressive open),
+        /// instead of when the whole pack is published.
+        var prefix: Int64?
+        var resume: @Sendable (Result<VerifiedFile?, FetchError>) -> Void
+    }
+
+    /// A download in flight, kept in its pack's slot.
+    struct Download {
+        var waiters: [UInt64: Waiter] = [:]
+        var bytesDone: Int64 = 0
+        /// Leading bytes already written and proven by their chunk hashes.
+        var verifiedBytes: Int64 = 0
+        /// The file being written, with its own verified prefix; progressive readers read
+        /// it (the same inode is published).
+        var file: VerifiedFile?
+        /// Readers that opened the pack before it was complete: the download must go on.
+        var earlyReaders = 0
+        var priority: DownloadPriority
+        var ticket: UInt64
+        /// Cancelled when the last waiter leaves: nobody wants the bytes any more.
+        var task: Task<Void, Never>?
+    }
+
+    let table: PackTable
+    let downloader: PackDownloader
+    let purger: Purger
+    let queue: DownloadQueue
+    let observers: ProgressObservers
+    let io: IOExecutor
+    let logger: Logger
+
+    init(table: PackTable, downloader: PackDownloader, purger: Purger, maximumConcurrent: Int,
+         observers: ProgressObservers, io: IOExecutor, logger: Logger) {
+        self.table = table
+        self.downloader = downloader
+        self.purger = purger
+        self.queue = DownloadQueue(maximumConcurrent: maximumConcurrent)
+        self.observers = observers
+        self.io = io
+        self.logger = logger
+    }
+
+    /// Logs a crossing of `--max-in-use` (outside the lock; opens are never refused for it).
+    func reportInUseLimitCrossed(_ pack: PackNumber) {
+        logger.warning("packs in use exceed the in-use limit; opens are still allowed", metadata: [
+            "pack.id": "\(table.manifest.pack(pack).id)", "inUse.limit": "\(table.limits.maximumInUse.value)",
+        ])
+    }
+
     /// Async form of `join`: makes `pack` local (or its first `prefix` bytes verified),
     /// retaining it if asked. A cancelled task withdraws only its own wait; the download
     /// goes on for the others.
@@ -29,7 +94,7 @@ extension ResourceManager {
             await withCheckedContinuation { (continuation: CheckedContinuation<Result<VerifiedFile?, FetchError>, Never>) in
                 gate.arm(continuation)
                 if Task.isCancelled {
-                    gate.resume(.failure(FetchError(.cancelled, "gave up waiting for pack '\(manifest.pack(pack).id)'")))
+                    gate.resume(.failure(FetchError(.cancelled, "gave up waiting for pack '\(table.manifest.pack(pack).id)'")))
                     return
                 }
                 switch join(pack, retains: retains, priority: priority, prefix: prefix, startIfNeeded: startIfNeeded,
@@ -40,7 +105,7 @@ extension ResourceManager {
                     // found nothing; the flag was set before it ran, so look again.
                     if Task.isCancelled { cancelWaiter(waiterID, on: pack) }
                 case .unavailable:
-                    gate.resume(.failure(FetchError(.corrupt, "pack '\(manifest.pack(pack).id)' is no longer being downloaded")))
+                    gate.resume(.failure(FetchError(.corrupt, "pack '\(table.manifest.pack(pack).id)' is no longer being downloaded")))
                 }
             }
         } onCancel: {
@@ -58,26 +123,27 @@ extension ResourceManager {
         waiter waiterID: UInt64, resume: @escaping @Sendable (Result<VerifiedFile?, FetchError>) -> Void
     ) -> JoinOutcome {
         let index = Int(pack.rawValue)
-        let now = clock()
+        let now = table.clock()
         enum Outcome { case ready(VerifiedFile?), unavailable, waiting, raise(UInt64), startDownload }
-        let outcome = withState { state -> Outcome in
+        var crossedInUse = false
+        let outcome = table.withState { state -> Outcome in
             if state.slots[index].isLocal {
-                if retains { retain(index, in: &state, at: now) }
+                if retains { crossedInUse = table.retain(index, in: &state, at: now) || crossedInUse }
                 return .ready(nil)
             }
             if let prefix, let download = state.slots[index].download, let file = download.file, download.verifiedBytes >= prefix {
                 // The bytes this reader needs are already proven in the file being written.
                 state.slots[index].download?.earlyReaders += 1
-                if retains { retain(index, in: &state, at: now) }
+                if retains { crossedInUse = table.retain(index, in: &state, at: now) || crossedInUse }
                 return .ready(file)
             }
             guard registers else { return .unavailable }
             let waiter = Waiter(retains: retains, prefix: prefix, resume: resume)
             if state.slots[index].download == nil {
                 guard startIfNeeded else { return .unavailable }
-                state.slots[index].download = Download(waiters: [waiterID: waiter], priority: priority, ticket: downloads.makeTicket())
+                state.slots[index].download = Download(waiters: [waiterID: waiter], priority: priority, ticket: queue.makeTicket())
                 // Reserve before starting, so concurrent downloads cannot overshoot together.
-                state.reservedBytes += manifest.pack(pack).bytes.value
+                state.reservedBytes += table.manifest.pack(pack).bytes.value
                 return .startDownload
             }
             state.slots[index].download!.waiters[waiterID] = waiter
@@ -87,12 +153,13 @@ extension ResourceManager {
             }
             return .waiting
         }
+        if crossedInUse { reportInUseLimitCrossed(pack) }
         switch outcome {
         case .ready(let file): return .ready(file)
         case .unavailable: return .unavailable
         case .waiting: return .waiting
         case .raise(let ticket):
-            downloads.raise(ticket, to: priority)
+            queue.raise(ticket, to: priority)
             return .waiting
         case .startDownload:
             startDownload(pack)
@@ -104,24 +171,24 @@ extension ResourceManager {
     /// `.cancelled` at once. The last waiter to leave a download that no reader holds
     /// cancels it.
     func cancelWaiter(_ waiterID: UInt64, on pack: PackNumber) {
-        let (waiter, abandoned) = withState { state -> (Waiter?, Task<Void, Never>?) in
+        let (waiter, abandoned) = table.withState { state -> (Waiter?, Task<Void, Never>?) in
             let index = Int(pack.rawValue)
             let waiter = state.slots[index].download?.waiters.removeValue(forKey: waiterID)
             let abandoned = waiter != nil && state.slots[index].download?.waiters.isEmpty == true
                 && state.slots[index].download?.earlyReaders == 0
             return (waiter, abandoned ? state.slots[index].download?.task : nil)
         }
-        waiter?.resume(.failure(FetchError(.cancelled, "gave up waiting for pack '\(manifest.pack(pack).id)'")))
+        waiter?.resume(.failure(FetchError(.cancelled, "gave up waiting for pack '\(table.manifest.pack(pack).id)'")))
         if let abandoned {
-            logger.info("download abandoned by its last waiter", metadata: ["pack.id": "\(manifest.pack(pack).id)"])
+            logger.info("download abandoned by its last waiter", metadata: ["pack.id": "\(table.manifest.pack(pack).id)"])
             abandoned.cancel()
         }
     }
 
     private func startDownload(_ pack: PackNumber) {
-        let descriptor = manifest.pack(pack)
+        let descriptor = table.manifest.pack(pack)
         let index = Int(pack.rawValue)
-        guard let (ticket, priority) = withState({ state in
+        guard let (ticket, priority) = table.withState({ state in
             state.slots[index].download.map { ($0.ticket, $0.priority) }
         }) else { return }
         logger.info("fetching pack", metadata: ["pack.id": "\(descriptor.id)", "pack.bytes": "\(descriptor.bytes.value)", "priority": "\(priority)"])
@@ -132,12 +199,12 @@ extension ResourceManager {
             let result: Result<Void, FetchError>
             do throws(FetchError) {
                 do {
-                    try await downloads.acquire(ticket, priority: priority)
+                    try await queue.acquire(ticket, priority: priority)
                 } catch {
                     throw FetchError(.cancelled, "download of pack '\(descriptor.id)' abandoned before it started")
                 }
-                defer { downloads.release(ticket) }
-                try await io.run { () throws(FetchError) in try self.makeRoom(for: pack) }
+                defer { queue.release(ticket) }
+                try await io.run { () throws(FetchError) in try self.purger.makeRoom(for: pack) }
                 try await downloader.fetch(descriptor) { progress in
                     self.advance(pack, to: progress)
                 }
@@ -147,7 +214,7 @@ extension ResourceManager {
             }
             finishDownload(pack, result: result, duration: ContinuousClock.now - started)
         }
-        withState { state in
+        table.withState { state in
             if state.slots[index].download?.ticket == ticket { state.slots[index].download?.task = task }
         }
     }
@@ -157,8 +224,9 @@ extension ResourceManager {
     /// thread that wrote the bytes, so the FUSE replies it triggers go out from there.
     private func advance(_ pack: PackNumber, to progress: PackDownloader.Progress) {
         let index = Int(pack.rawValue)
-        let now = clock()
-        let ready = withState { state -> [Waiter] in
+        let now = table.clock()
+        var crossedInUse = false
+        let ready = table.withState { state -> [Waiter] in
             guard state.slots[index].download != nil else { return [] }
             state.slots[index].download!.bytesDone = progress.received.value
             state.slots[index].download!.file = progress.file
@@ -169,27 +237,29 @@ extension ResourceManager {
                 guard let prefix = waiter.prefix, prefix <= progress.verified.value else { continue }
                 state.slots[index].download!.waiters.removeValue(forKey: id)
                 state.slots[index].download!.earlyReaders += 1
-                if waiter.retains { retain(index, in: &state, at: now) }
+                if waiter.retains { crossedInUse = table.retain(index, in: &state, at: now) || crossedInUse }
                 ready.append(waiter)
             }
             return ready
         }
+        if crossedInUse { reportInUseLimitCrossed(pack) }
         for waiter in ready { waiter.resume(.success(progress.file)) }
-        progressObservers.changed(pack)
+        observers.changed(pack)
     }
 
     private func finishDownload(_ pack: PackNumber, result: Result<Void, FetchError>, duration: Duration) {
         let index = Int(pack.rawValue)
-        let now = clock()
+        let now = table.clock()
         enum Next { case finished([Waiter], VerifiedFile?), restart(VerifiedFile?) }
-        let next = withState { state -> Next in
+        var crossedInUse = false
+        let next = table.withState { state -> Next in
             let waiters = Array(state.slots[index].download?.waiters.values ?? [:].values)
             let file = state.slots[index].download?.file
             if case .failure(let error) = result, error.kind == .cancelled, !waiters.isEmpty {
                 // Callers joined after the last one left and the download was cancelled:
                 // start over for them, in a new file with its own verified prefix.
                 let abandoned = state.slots[index].download?.file
-                state.slots[index].download?.ticket = downloads.makeTicket()
+                state.slots[index].download?.ticket = queue.makeTicket()
                 state.slots[index].download?.task = nil
                 state.slots[index].download?.bytesDone = 0
                 state.slots[index].download?.verifiedBytes = 0
@@ -198,24 +268,25 @@ extension ResourceManager {
                 return .restart(abandoned)
             }
             state.slots[index].download = nil
-            state.reservedBytes -= manifest.pack(pack).bytes.value
+            state.reservedBytes -= table.manifest.pack(pack).bytes.value
             if case .success = result {
                 state.slots[index].isLocal = true
                 state.slots[index].fetchCount += 1
-                state.cachedBytes += manifest.pack(pack).bytes.value
+                state.cachedBytes += table.manifest.pack(pack).bytes.value
                 for waiter in waiters where waiter.retains {
-                    retain(index, in: &state, at: now)
+                    crossedInUse = table.retain(index, in: &state, at: now) || crossedInUse
                 }
             }
             return .finished(waiters, file)
         }
-        defer { progressObservers.changed(pack) }
+        defer { observers.changed(pack) }
+        if crossedInUse { reportInUseLimitCrossed(pack) }
         guard case .finished(let waiters, let file) = next else {
             if case .restart(let abandoned) = next { abandoned?.fail("the download was abandoned and started over") }
             startDownload(pack)
             return
         }
-        let descriptor = manifest.pack(pack)
+        let descriptor = table.manifest.pack(pack)
         switch result {
         case .success:
             // Recorded as local first, then the last bytes are let through.
@@ -226,7 +297,7 @@ extension ResourceManager {
             ])
             for waiter in waiters { waiter.resume(.success(file)) }
             // The new pack may have pushed the cache over its limits.
-            purgerWakeups.yield(.afterDownload)
+            purger.wake(.afterDownload)
         case .failure(let error):
             // Readers of this file keep the bytes verified so far and nothing more.
             file?.fail("\(error)")

@@ -3,6 +3,7 @@ import Logging
 import ODRFSCore
 import ODRFSFetch
 import ODRFSStore
+import Synchronization
 
 /// What an explicit purge did.
 public struct PurgeReport: Sendable {
@@ -12,19 +13,68 @@ public struct PurgeReport: Sendable {
     public var kept: [PackID] = []
 }
 
-extension ResourceManager {
+/// Deletes unretained packs: under disk pressure (lowest preservation priority first,
+/// then least recently used, other bundle versions before anything) and on request.
+///
+/// The one owner of deletion. Under the pack table's lock a victim is only marked
+/// remote and its file renamed into `trash/` (so no open finds it and a later publish of
+/// the same pack is never unlinked by mistake); the unlink, the index row and the log
+/// line come after, outside the lock. Every method that deletes is blocking: it runs on
+/// the I/O executor.
+final class Purger: Sendable {
+    let table: PackTable
+    let store: PackStore
+    let logger: Logger
+    /// `statvfs` of the cache's filesystem (injected in tests).
+    private let availableBytes: @Sendable () -> Int64?
+    /// The figure last measured on the I/O executor, so status never calls `statvfs`.
+    private let lastAvailableBytes: Mutex<Int64?>
+    private let wakeups: AsyncStream<PurgeReason>.Continuation
+    /// Why the background purger should look again (coalesced: only the newest waits).
+    let events: AsyncStream<PurgeReason>
+
+    init(table: PackTable, store: PackStore, logger: Logger, availableBytes: @escaping @Sendable () -> Int64?) {
+        self.table = table
+        self.store = store
+        self.logger = logger
+        self.availableBytes = availableBytes
+        self.lastAvailableBytes = Mutex(availableBytes())
+        (events, wakeups) = AsyncStream.makeStream(of: PurgeReason.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// Asks the background purger to look again.
+    func wake(_ reason: PurgeReason) {
+        wakeups.yield(reason)
+    }
+
+    /// Ends the background purger's loop.
+    func finish() {
+        wakeups.finish()
+    }
+
+    /// Free bytes as last measured (never blocks).
+    var lastMeasuredAvailableBytes: Int64? { lastAvailableBytes.withLock { $0 } }
+
+    /// Measures free space on the cache's filesystem (`statvfs`; blocking: I/O executor only).
+    @discardableResult
+    func measureAvailableBytes() -> Int64? {
+        let available = availableBytes()
+        lastAvailableBytes.withLock { $0 = available }
+        return available
+    }
+
     /// Blocking: runs on the I/O executor. Before a download: frees what the limits require, counting this download's
     /// reservation; fails with `.noSpace` if the pack cannot fit on disk even after
     /// purging everything unretained. Exceeding the byte budget is allowed here — the
     /// caller will retain the pack — and reported in status.
     func makeRoom(for pack: PackNumber) throws(FetchError) {
-        let bytes = manifest.pack(pack).bytes.value
-        purgeForPressure(reason: .makingRoom(for: manifest.pack(pack).id.rawValue))
+        let bytes = table.manifest.pack(pack).bytes.value
+        purgeForPressure(reason: .makingRoom(for: table.manifest.pack(pack).id.rawValue))
         guard let available = measureAvailableBytes(), available < bytes else { return }
         // Not even the bytes themselves fit: purge whatever it takes.
         let freed = evict(freeing: bytes - available, reason: .diskFull, matching: { _ in true })
         if let after = measureAvailableBytes(), after < bytes {
-            throw FetchError(.noSpace, "no space for pack '\(manifest.pack(pack).id)' (\(ByteCount(bytes))) in the cache at \(store.layout.root): \(ByteCount(after)) free after purging \(ByteCount(freed)) of unused packs")
+            throw FetchError(.noSpace, "no space for pack '\(table.manifest.pack(pack).id)' (\(ByteCount(bytes))) in the cache at \(store.layout.root): \(ByteCount(after)) free after purging \(ByteCount(freed)) of unused packs")
         }
     }
 
@@ -32,36 +82,31 @@ extension ResourceManager {
     /// floor, down to the low watermarks. Returns the bytes freed. Blocking (statvfs,
     /// SQLite, unlink): call it on the I/O executor.
     @discardableResult
-    public func purgeForPressure(reason: PurgeReason) -> Int64 {
-        let (cached, reserved) = withState { ($0.cachedBytes, $0.reservedBytes) }
-        let needed = limits.bytesToFree(cached: cached, reserved: reserved, available: limits.minimumFree == nil ? nil : measureAvailableBytes())
+    func purgeForPressure(reason: PurgeReason) -> Int64 {
+        let (cached, reserved) = table.withState { ($0.cachedBytes, $0.reservedBytes) }
+        let needed = table.limits.bytesToFree(cached: cached, reserved: reserved, available: table.limits.minimumFree == nil ? nil : measureAvailableBytes())
         guard needed > 0 else { return 0 }
         let freed = evict(freeing: needed, reason: reason, matching: { _ in true })
         if freed < needed {
-            let status = cacheStatus()
+            let status = table.withState { (cached: $0.cachedBytes, reserved: $0.reservedBytes, inUse: $0.inUseBytes) }
             logger.warning("cache over its limits: retained packs cannot be purged", metadata: [
-                "cache.bytes": "\(status.cachedBytes)", "cache.reserved": "\(status.reservedBytes)",
-                "cache.inUse": "\(status.inUseBytes)", "cache.budget": "\(limits.budget?.value ?? -1)",
+                "cache.bytes": "\(status.cached)", "cache.reserved": "\(status.reserved)",
+                "cache.inUse": "\(status.inUse)", "cache.budget": "\(table.limits.budget?.value ?? -1)",
             ])
         }
         return freed
-    }
-
-    /// `purgeNow` on the I/O executor, for callers in tasks (the control plane).
-    public func purge(matching: @escaping @Sendable (PackNumber) -> Bool) async -> PurgeReport {
-        await io.run { self.purgeNow(matching: matching) }
     }
 
     /// Deletes every unretained local pack whose pack number satisfies `matching`
     /// (`odrfs purge`); retained ones are reported as kept. Base is never purged.
     /// Blocking: call it on the I/O executor (or use `purge(matching:)`).
     @discardableResult
-    public func purgeNow(matching: @escaping (PackNumber) -> Bool) -> PurgeReport {
+    func purgeNow(matching: @escaping (PackNumber) -> Bool) -> PurgeReport {
         var report = PurgeReport()
-        report.kept = withState { state in
+        report.kept = table.withState { state in
             state.slots.indices.filter { index in
                 index > 0 && state.slots[index].isLocal && state.slots[index].retainCount > 0 && matching(PackNumber(UInt32(index)))
-            }.map { manifest.packs[$0].id }
+            }.map { table.manifest.packs[$0].id }
         }
         report.evicted = evictAll(reason: .requested, matching: matching)
         return report
@@ -69,7 +114,7 @@ extension ResourceManager {
 
     /// Chooses victims with `EvictionPlanner` and deletes them. Returns bytes freed.
     func evict(freeing needed: Int64, reason: PurgeReason, matching: (PackNumber) -> Bool) -> Int64 {
-        let victims = withState { state -> [Victim] in
+        let victims = table.withState { state -> [Victim] in
             let plan = EvictionPlanner.plan(freeing: needed, from: candidates(state, matching: matching))
             return plan.map { take($0.key, from: &state) }
         }
@@ -77,7 +122,7 @@ extension ResourceManager {
     }
 
     private func evictAll(reason: PurgeReason, matching: (PackNumber) -> Bool) -> [(id: String, bytes: Int64)] {
-        let victims = withState { state -> [Victim] in
+        let victims = table.withState { state -> [Victim] in
             candidates(state, matching: matching).filter { $0.priority >= 0 }.map { take($0.key, from: &state) }
         }
         return delete(victims, reason: reason)
@@ -93,12 +138,12 @@ extension ResourceManager {
 
     /// Eviction candidates: local, unretained, not base, not downloading; plus packs of
     /// other bundle versions (priority -1, first to go).
-    private func candidates(_ state: State, matching: (PackNumber) -> Bool) -> [EvictionCandidate] {
+    private func candidates(_ state: PackTable.State, matching: (PackNumber) -> Bool) -> [EvictionCandidate] {
         var result: [EvictionCandidate] = []
         for index in state.slots.indices.dropFirst() {
             let slot = state.slots[index]
             guard slot.isLocal, slot.retainCount == 0, slot.download == nil, matching(PackNumber(UInt32(index))) else { continue }
-            let pack = manifest.packs[index]
+            let pack = table.manifest.packs[index]
             result.append(EvictionCandidate(key: pack.sha256.hex, bytes: pack.bytes.value, priority: slot.priority, lastAccess: slot.lastAccess))
         }
         for orphan in state.orphans.values {
@@ -110,18 +155,18 @@ extension ResourceManager {
     /// Marks a candidate gone under the lock and moves its file into the trash right away
     /// (one rename), so no open can find it and a new download of it published later is
     /// never deleted by mistake. Unlinking and the index row happen outside the lock.
-    private func take(_ sha256: String, from state: inout State) -> Victim {
+    private func take(_ sha256: String, from state: inout PackTable.State) -> Victim {
         state.evictionCount += 1
         if let orphan = state.orphans.removeValue(forKey: sha256) {
             state.cachedBytes -= orphan.bytes
             store.moveToTrash(sha256: sha256)
             return Victim(sha256: sha256, id: orphan.packID + " (older bundle version)", bytes: orphan.bytes, priority: -1, lastAccess: orphan.lastAccess)
         }
-        let index = manifest.packs.firstIndex { $0.sha256.hex == sha256 }!
+        let index = table.manifest.packs.firstIndex { $0.sha256.hex == sha256 }!
         state.slots[index].isLocal = false
-        state.cachedBytes -= manifest.packs[index].bytes.value
+        state.cachedBytes -= table.manifest.packs[index].bytes.value
         store.moveToTrash(sha256: sha256)
-        return Victim(sha256: sha256, id: manifest.packs[index].id.rawValue, bytes: manifest.packs[index].bytes.value,
+        return Victim(sha256: sha256, id: table.manifest.packs[index].id.rawValue, bytes: table.manifest.packs[index].bytes.value,
                       priority: state.slots[index].priority, lastAccess: state.slots[index].lastAccess)
     }
 
