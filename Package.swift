@@ -92,6 +92,8 @@ let package = Package(
             dependencies: [
                 "ODRFSCore",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                // HTTP1Channel's idle timeout and the connection cap (MaximumAvailableConnections).
+                .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
