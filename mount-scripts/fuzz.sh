@@ -31,11 +31,15 @@ for target in $targets; do
     crashes="Fuzz/Crashes/$target"
     mkdir -p "$work" "$crashes"
     echo "fuzz: $target for ${seconds} s"
+    # Boundary numbers and keywords libFuzzer would take long to guess byte by byte.
+    dictionary=()
+    [[ -f "Fuzz/Dictionaries/$target.dict" ]] && dictionary=(-dict="Fuzz/Dictionaries/$target.dict")
     # The first corpus directory receives new inputs, so the committed seeds stay as they are.
     # Leak detection is off: the Swift runtime's metadata caches look like leaks to LSan.
-    if ODRFS_FUZZ_TARGET="$target" "$binary" "$work" "Fuzz/Corpus/$target" \
+    # SWIFT_BACKTRACE off: the Swift backtracer and ASan both want the crash signal.
+    if SWIFT_BACKTRACE=enable=no ODRFS_FUZZ_TARGET="$target" "$binary" "$work" "Fuzz/Corpus/$target" \
         -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
-        -detect_leaks=0 -print_final_stats=1 -artifact_prefix="$crashes/" \
+        -detect_leaks=0 -print_final_stats=1 -artifact_prefix="$crashes/" "${dictionary[@]}" \
         > "Fuzz/Crashes/$target.log" 2>&1; then
         grep -E '^(stat::number_of_executed_units|Done)' "Fuzz/Crashes/$target.log" | sed "s/^/fuzz: $target: /" || true
     else
