@@ -44,7 +44,7 @@ for target in $targets; do
         grep -E '^(stat::number_of_executed_units|Done)' "Fuzz/Crashes/$target.log" | sed "s/^/fuzz: $target: /" || true
     else
         echo "fuzz: $target FAILED; input in $crashes, output in Fuzz/Crashes/$target.log:" >&2
-        grep -E 'ERROR|Fatal error|property violated|SUMMARY|Test unit written' "Fuzz/Crashes/$target.log" | head -20 >&2 || true
+        grep -E 'ERROR|Fatal error|runtime failure|property violated|SUMMARY|Test unit written' "Fuzz/Crashes/$target.log" | head -20 >&2 || true
         failed+=("$target")
     fi
 done

@@ -11,7 +11,7 @@ swift build
 swift test --no-parallel "$@"
 # Then every fuzz target for a short fixed time (a whole run, not a filtered one).
 # ODRFS_FUZZ_SECONDS=0 skips it; mount-scripts/fuzz.sh runs it alone for longer.
-fuzz_seconds="${ODRFS_FUZZ_SECONDS:-15}"
+fuzz_seconds="${ODRFS_FUZZ_SECONDS:-10}"
 if [[ $# -eq 0 && "$fuzz_seconds" != 0 ]]; then
     mount-scripts/fuzz.sh "$fuzz_seconds"
 fi

@@ -80,6 +80,34 @@ struct ServerHardeningTests {
         }
     }
 
+    /// End to end in a child process (an exit test), because it exhausts the process's
+    /// descriptors: a request that arrives then is 503 with Retry-After, never 404.
+    @Test func outOfDescriptorsIs503WithRetryAfter() async {
+        await #expect(processExitsWith: .success) {
+            try await withOriginServer { port, _, _ in
+                let connection = try RawConnection(port: port)
+                try await Task.sleep(for: .milliseconds(200))
+                // A low soft limit keeps the filling quick; only this child process is affected.
+                var limit = rlimit()
+                getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+                limit.rlim_cur = min(limit.rlim_cur, 4096)
+                setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+                var filler: [Int32] = []
+                while case let fd = dup(STDERR_FILENO), fd >= 0 { filler.append(fd) }
+                defer { filler.forEach { close($0) } }
+                let bytes = try await onThread {
+                    try connection.send(ServerHardeningTests.request)
+                    return connection.readToEnd(timeout: .seconds(10))
+                }
+                let head = String(decoding: bytes ?? [], as: UTF8.self)
+                guard head.hasPrefix("HTTP/1.1 503"), head.lowercased().contains("retry-after: 1") else {
+                    FileHandle.standardError.write(Data("out of descriptors gave: \(head.prefix(200))\n".utf8))
+                    exit(1)
+                }
+            }
+        }
+    }
+
     @Test(arguments: [
         (EMFILE, DistDirectory.Refusal.Status.unavailable), (ENFILE, .unavailable), (ENOMEM, .unavailable),
         (EINTR, .unavailable), (ENOENT, .notFound), (ENOTDIR, .notFound), (ELOOP, .notFound), (EACCES, .forbidden),
