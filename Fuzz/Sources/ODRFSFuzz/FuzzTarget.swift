@@ -33,9 +33,9 @@ enum FuzzTarget: String, CaseIterable, Sendable {
 
     func run(_ bytes: UnsafeRawBufferPointer) {
         switch self {
-        case .manifest: ManifestTarget.run(Data(bytes))
+        case .manifest: ManifestTarget.run(bytes)
         case .fileindex: FileIndexTarget.run(Array(bytes))
-        case .httpdate: HTTPDateTarget.run(String(decoding: bytes, as: UTF8.self))
+        case .httpdate: HTTPDateTarget.run(bytes)
         case .headers: HeadersTarget.run(bytes)
         case .control: ControlTarget.run(Data(bytes))
         case .tagspec: TagSpecTarget.run(String(decoding: bytes, as: UTF8.self))
