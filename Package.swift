@@ -10,6 +10,11 @@ let package = Package(
         .executable(name: "odrfs", targets: ["odrfs"]),
         // The Swift client library: BundleResourceRequest for programs using a mount.
         .library(name: "ODRFSClient", targets: ["ODRFSClient"]),
+        // For the fuzz package in Fuzz/ (a package of its own so that its sanitizer build never
+        // touches this one): the parsers of manifests, indexes, control lines and tag specs.
+        .library(name: "ODRFSCore", targets: ["ODRFSCore"]),
+        .library(name: "ODRFSControl", targets: ["ODRFSControl"]),
+        .library(name: "ODRFSBuild", targets: ["ODRFSBuild"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -95,6 +100,8 @@ let package = Package(
             dependencies: [
                 "ODRFSCore",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                // HTTP1Channel's idle timeout and the connection cap (MaximumAvailableConnections).
+                .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

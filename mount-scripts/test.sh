@@ -9,3 +9,9 @@ swift build
 # --no-parallel: mount tests block threads while real tools run; in parallel on two
 # cores they starve the cooperative pool that deferred FUSE replies run on.
 swift test --no-parallel "$@"
+# Then every fuzz target for a short fixed time (a whole run, not a filtered one).
+# ODRFS_FUZZ_SECONDS=0 skips it; mount-scripts/fuzz.sh runs it alone for longer.
+fuzz_seconds="${ODRFS_FUZZ_SECONDS:-10}"
+if [[ $# -eq 0 && "$fuzz_seconds" != 0 ]]; then
+    mount-scripts/fuzz.sh "$fuzz_seconds"
+fi

@@ -13,7 +13,7 @@ enum ConditionalRequest {
                 .map { $0.trimmingCharacters(in: .whitespaces) }
             return offered.contains { $0 == "*" || weakValue($0) == weakValue(file.entityTag) }
         }
-        if let since = headers[.ifModifiedSince], let date = HTTPDate.parse(since) {
+        if let since = headers[.ifModifiedSince], isPlausibleDate(since), let date = HTTPDate.parse(since) {
             return file.modifiedSeconds <= date
         }
         return false
@@ -26,6 +26,15 @@ enum ConditionalRequest {
         if validator.hasPrefix("W/") { return false }
         if validator.hasPrefix("\"") { return validator == file.entityTag }
         return validator == file.lastModified
+    }
+
+    /// An IMF-fixdate is exactly 29 ASCII bytes with a four-digit year ("Sun, 06 Nov 1994
+    /// 08:49:37 GMT"): anything else is ignored before it reaches the parser, so a year such
+    /// as -2147483648 cannot reach date arithmetic whatever the parser does with it.
+    static func isPlausibleDate(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        guard bytes.count == 29 else { return false }
+        return bytes[12..<16].allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
     }
 
     private static func weakValue(_ tag: String) -> String {

@@ -45,12 +45,18 @@ struct DistResponder: HTTPResponder {
         do {
             file = try directory.open(target: path)
         } catch {
+            var headers = HTTPFields()
             let status: HTTPResponse.Status = switch error.status {
             case .badRequest: .badRequest
             case .forbidden: .forbidden
             case .notFound: .notFound
+            case .unavailable: .serviceUnavailable
             }
-            return entry.finish(Self.message(status, status.reasonPhrase.lowercased()), note: error.reason)
+            if status == .serviceUnavailable {
+                // Out of descriptors or memory: the file may well exist; ask the client to come back.
+                headers[.retryAfter] = "1"
+            }
+            return entry.finish(Self.message(status, status.reasonPhrase.lowercased(), headers: headers), note: error.reason)
         }
         return respond(with: file, to: request, path: path, entry: entry)
     }

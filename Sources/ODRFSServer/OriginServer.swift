@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import ODRFSCore
@@ -13,7 +14,9 @@ import ServiceLifecycle
 /// If-None-Match, If-Modified-Since and If-Range, exact Content-Length, HEAD. Bodies stream
 /// from disk in 256 KiB reads whatever the file size. With a token file, every request must
 /// carry `Authorization: Bearer <token>` (401 otherwise). Each request leaves one `request`
-/// log line at info level; the token is never logged.
+/// log line at info level; the token is never logged. ``ConnectionLimits`` bound the
+/// connections held at once and close idle or stalled ones, so no client can exhaust the
+/// server's descriptors.
 ///
 /// It is a swift-service-lifecycle `Service`: run it in a `ServiceGroup` for signal handling
 /// and graceful shutdown (in-flight responses finish), or call ``run()`` in a task and
@@ -27,12 +30,14 @@ public struct OriginServer: Service {
     /// - Parameters:
     ///   - distDirectory: the directory made by `odrfs build` (must hold manifest.json).
     ///   - tokenFile: a file whose first line is the bearer token clients must send; nil for none.
+    ///   - limits: the connection cap and the idle timeout.
     ///   - onListening: called once the socket is bound, with the actual port.
     public init(
         distDirectory: String,
         host: String = "127.0.0.1",
         port: Int = 8080,
         tokenFile: String? = nil,
+        limits: ConnectionLimits = ConnectionLimits(),
         logger: Logger,
         onListening: @escaping @Sendable (_ port: Int) async -> Void = { _ in }
     ) throws(OriginServerError) {
@@ -46,9 +51,17 @@ public struct OriginServer: Service {
         self.host = host
         self.port = port
         let responder = DistResponder(directory: directory, token: token, logger: logger)
+        let idle = limits.idleTimeAmount
         self.application = Application(
             responder: responder,
-            configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: nil),
+            server: .http1(configuration: HTTP1Channel.Configuration(
+                additionalChannelHandlers: [IdleStateHandler(writeTimeout: idle), StalledWriteCloser()],
+                idleTimeout: idle
+            )),
+            configuration: ApplicationConfiguration(
+                address: .hostname(host, port: port), serverName: nil,
+                availableConnectionsDelegate: MaximumAvailableConnections(limits.maxConnections, logger: logger)
+            ),
             onServerRunning: { channel in
                 await onListening(channel.localAddress?.port ?? port)
             },

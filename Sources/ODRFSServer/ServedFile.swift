@@ -16,6 +16,8 @@ final class ServedFile: Sendable {
     let modifiedSeconds: Int
     /// A strong validator: inode, size and nanosecond mtime change whenever the bytes do
     /// (`odrfs build` writes new files; packs are content addressed and never rewritten).
+    /// Seconds and nanoseconds stay separate: combined into one Int64 they overflow for an
+    /// mtime after 2262, which a file can have (ext4 goes to 2446).
     let entityTag: String
 
     /// Bytes per `pread` and per body chunk.
@@ -25,8 +27,8 @@ final class ServedFile: Sendable {
         self.descriptor = descriptor
         self.size = Int64(info.st_size)
         self.modifiedSeconds = Int(info.st_mtim.tv_sec)
-        let nanoseconds = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
-        self.entityTag = "\"" + [UInt64(info.st_ino), UInt64(info.st_size), UInt64(bitPattern: nanoseconds)]
+        self.entityTag = "\"" + [UInt64(info.st_ino), UInt64(bitPattern: Int64(info.st_size)),
+                                 UInt64(bitPattern: Int64(info.st_mtim.tv_sec)), UInt64(bitPattern: Int64(info.st_mtim.tv_nsec))]
             .map { String($0, radix: 16) }.joined(separator: "-") + "\""
     }
 

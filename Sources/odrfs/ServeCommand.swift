@@ -34,6 +34,12 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .long, help: "File whose first line is the bearer token clients must send.")
     var tokenFile: String?
 
+    @Option(name: .long, help: "Connections held at once; more wait in the listen backlog. Each costs up to 2 descriptors.")
+    var maxConnections = 256
+
+    @Option(name: .long, help: "Seconds a connection may stay idle (or a client may stop reading) before it is closed.")
+    var idleTimeout = 60
+
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
@@ -44,6 +50,12 @@ struct ServeCommand: AsyncParsableCommand {
         guard (0...65535).contains(port) else {
             throw ValidationError("port \(port) is out of range 0…65535")
         }
+        guard (1...1_000_000).contains(maxConnections) else {
+            throw ValidationError("--max-connections \(maxConnections) is out of range 1…1000000")
+        }
+        guard (1...86_400).contains(idleTimeout) else {
+            throw ValidationError("--idle-timeout \(idleTimeout) is out of range 1…86400 seconds")
+        }
     }
 
     func run() async throws {
@@ -52,6 +64,8 @@ struct ServeCommand: AsyncParsableCommand {
         let server: OriginServer
         do {
             server = try OriginServer(distDirectory: distDirectory, host: host, port: port, tokenFile: tokenFile,
+                                      limits: ConnectionLimits(maxConnections: maxConnections,
+                                                               idleTimeout: .seconds(idleTimeout)),
                                       logger: logger) { port in
                 let shownHost = host.contains(":") ? "[\(host)]" : host
                 // Unbuffered, so that a script waiting for the URL sees it at once.

@@ -39,6 +39,7 @@ struct ServerDidNotStart: Error {}
 /// stops it (task cancellation) and removes the dist dir afterwards.
 func withOriginServer(
     token: Bool = false,
+    limits: ConnectionLimits = ConnectionLimits(),
     _ body: (_ port: Int, _ dist: TestDist, _ log: LogCapture) async throws -> Void
 ) async throws {
     let dist = try TestDist()
@@ -46,7 +47,8 @@ func withOriginServer(
     let log = LogCapture()
     let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
     let server = try OriginServer(distDirectory: dist.dist, host: "127.0.0.1", port: 0,
-                                  tokenFile: token ? dist.tokenFile : nil, logger: log.logger) { port in
+                                  tokenFile: token ? dist.tokenFile : nil, limits: limits,
+                                  logger: log.logger) { port in
         continuation.yield(port)
         continuation.finish()
     }

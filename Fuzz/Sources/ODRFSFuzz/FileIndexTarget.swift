@@ -1,0 +1,26 @@
+import ODRFSCore
+
+/// The binary file index (`index/<hash>.odrx`) as a mount maps it.
+enum FileIndexTarget {
+    static func run(_ bytes: [UInt8]) {
+        guard let index = try? FileIndex(bytes: bytes) else { return }
+        // Validation promises that every accessor is safe on every entry, and that names
+        // are sorted so lookups find each child under its own name.
+        for raw in 0..<UInt32(index.entryCount) {
+            let number = EntryNumber(raw)
+            _ = index.entry(number)
+            _ = index.symlinkTarget(of: number)
+            let path = index.path(of: number)
+            check(index.lookup(path: path) == number, "\(number) is not found at its own path \(path)")
+            for child in index.children(of: number) {
+                let found = index.withNameBytes(of: EntryNumber(child)) { index.lookup(parent: number, name: $0) }
+                check(found == EntryNumber(child), "child \(child) of \(number) is not found by its name")
+            }
+        }
+        // Out-of-range numbers must answer "nothing", not read past the mapping.
+        let beyond = EntryNumber(UInt32(truncatingIfNeeded: index.entryCount))
+        check(index.entry(beyond) == nil, "an entry past the end exists")
+        _ = index.children(of: beyond)
+        _ = index.path(of: beyond)
+    }
+}

@@ -1,0 +1,50 @@
+import Foundation
+
+/// The parsers of outside input, one fuzz target each. `mount-scripts/fuzz.sh` runs every
+/// case for a fixed time with its seed corpus in `Fuzz/Corpus/<rawValue>`.
+///
+/// A target returns normally for any input, valid or not; a trap, a sanitizer report or a
+/// failed `check` (a property the parser promises, such as "what decodes re-encodes") is
+/// the finding.
+enum FuzzTarget: String, CaseIterable, Sendable {
+    /// manifest.json: JSON decoding plus validation, then every accessor on what passed.
+    case manifest
+    /// The binary file index: header and record validation, then lookups over every entry.
+    case fileindex
+    /// IMF-fixdate parsing (If-Modified-Since, Retry-After) and formatting what was parsed.
+    case httpdate
+    /// Range (server), Content-Range and Retry-After (fetcher) header values.
+    case headers
+    /// One control-socket request line.
+    case control
+    /// The YAML (or JSON) tag spec, odr.yaml.
+    case tagspec
+
+    /// The target named by ODRFS_FUZZ_TARGET; the process exits with a usage message if none.
+    static let selected: FuzzTarget = {
+        let name = ProcessInfo.processInfo.environment["ODRFS_FUZZ_TARGET"] ?? ""
+        guard let target = FuzzTarget(rawValue: name) else {
+            let names = allCases.map(\.rawValue).joined(separator: ", ")
+            FileHandle.standardError.write(Data("set ODRFS_FUZZ_TARGET to one of: \(names)\n".utf8))
+            exit(2)
+        }
+        return target
+    }()
+
+    func run(_ bytes: UnsafeRawBufferPointer) {
+        switch self {
+        case .manifest: ManifestTarget.run(bytes)
+        case .fileindex: FileIndexTarget.run(Array(bytes))
+        case .httpdate: HTTPDateTarget.run(bytes)
+        case .headers: HeadersTarget.run(bytes)
+        case .control: ControlTarget.run(Data(bytes))
+        case .tagspec: TagSpecTarget.run(String(decoding: bytes, as: UTF8.self))
+        }
+    }
+}
+
+/// A property of a parser that must hold for every input; a violation is a finding, so it
+/// traps with a message libFuzzer shows next to the crashing input.
+func check(_ condition: @autoclosure () -> Bool, _ message: @autoclosure () -> String) {
+    if !condition() { fatalError("property violated: \(message())") }
+}

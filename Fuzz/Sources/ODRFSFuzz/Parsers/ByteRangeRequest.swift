@@ -1,0 +1,1 @@
+../../../../Sources/ODRFSServer/ByteRangeRequest.swift
