@@ -162,6 +162,8 @@ let package = Package(
         .testTarget(name: "ODRFSMountTests", dependencies: [
             "ODRFSMount", "ODRFSCore", "ODRFSStore", "ODRFSFetch", "ODRFSBuild", "ODRFSRuntime", "CFuse3", "TestSupport",
             .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "Logging", package: "swift-log"),
         ]),
         // Real mounts driven through the built `odrfs` binary and real tools.
         .testTarget(name: "MountTests", dependencies: ["ODRFSCore", "ODRFSMount", "FUSEKit", "ODRFSControl", "ODRFSClient", "CFuse3", "TestSupport"]),

@@ -48,6 +48,9 @@ public enum HTTPDate {
         parts.tm_hour = clock[0]
         parts.tm_min = clock[1]
         parts.tm_sec = clock[2]
-        return Int(timegm(&parts))
+        // A leap second (:60) on 9999-12-31 or a day past the month's end normalises
+        // past the last representable second: not a date an IMF-fixdate can hold.
+        let seconds = Int(timegm(&parts))
+        return (firstSecond...lastSecond).contains(seconds) ? seconds : nil
     }
 }

@@ -69,41 +69,8 @@ public final class MountDaemon: Sendable {
         progress: @escaping @Sendable (Int64, Int64) -> Void
     ) async throws(MountError) -> MountDaemon {
         let cacheRoot = configuration.resolvedCacheDirectory
-        // Opening the store (flock, SQLite), writing the manifest and reconciling the cache
-        // (which may hash files) block: they run on the I/O executor.
-        let io = IOExecutor.cache
-        let store: PackStore
-        do {
-            store = try await io.run { () throws(StoreError) in try PackStore(root: cacheRoot, logger: logger) }
-        } catch {
-            throw MountError("cannot use cache: \(error)")
-        }
-        let (manifestData, manifest) = try await BundleLoader.loadManifest(from: origin, store: store, limit: configuration.manifestLimit, logger: logger)
-        let downloader = PackDownloader(origin: origin, store: store, chunkSize: manifest.chunkSize, logger: logger)
-        let index = try await BundleLoader.loadIndex(manifest.index, store: store, downloader: downloader)
-        do {
-            try index.validate(against: manifest)   // pack numbers and extents: see FileIndex+Manifest
-        } catch {
-            throw MountError("the file index \(manifest.index.file) does not match the manifest: \(error)")
-        }
-        do {
-            try await io.run { () throws(StoreError) in try store.saveManifest(manifestData) }
-        } catch {
-            throw MountError("cannot write to cache: \(error)")
-        }
-        let manager: ResourceManager
-        do {
-            let limits = configuration.limits
-            let downloads = configuration.maximumConcurrentDownloads
-            manager = try await io.run { () throws(StoreError) in
-                try ResourceManager(manifest: manifest, store: store, downloader: downloader, limits: limits,
-                                    maximumConcurrentDownloads: downloads, logger: logger, io: io)
-            }
-        } catch {
-            throw MountError("cannot read the cache index: \(error)")
-        }
-        try await InitialInstall.run(manager: manager, progress: progress)
-
+        let bundle = try await PreparedBundle.load(configuration, origin: origin, logger: logger, progress: progress)
+        let (manifest, index, manager) = (bundle.manifest, bundle.index, bundle.manager)
         let fileSystem = BundleFileSystem(index: index, manager: manager, logger: logger)
         var options = MountOptions(fsName: "odrfs", subtype: "odrfs")
         options.extra = configuration.fuseOptions

@@ -106,7 +106,7 @@ extension BundleFileSystem {
 
     public func statistics(inode: InodeNumber, request: consuming FUSERequest) {
         let blockSize: UInt64 = 4096
-        let totalBytes = manager.manifest.packs.reduce(Int64(0)) { $0 + $1.bytes.value }
+        let totalBytes = manager.manifest.totalBytes.value  // saturating; bounded by validation
         var statistics = FileSystemStatistics()
         statistics.blockSize = blockSize
         statistics.fragmentSize = blockSize
