@@ -46,9 +46,10 @@ extension IOExecutor {
     }
 }
 
-/// Resumes a continuation exactly once, whichever of several events comes first; an
-/// event that arrives before the continuation is armed is kept and delivered on arming.
-final class OneShot<Value: Sendable>: Sendable {
+/// Resumes a continuation exactly once, whichever of several events comes first (a result
+/// racing a cancellation or a deadline); an event that arrives before the continuation is
+/// armed is kept and delivered on arming.
+public final class OneShot<Value: Sendable>: Sendable {
     private struct State {
         var continuation: CheckedContinuation<Value, Never>?
         var early: Value?
@@ -57,7 +58,10 @@ final class OneShot<Value: Sendable>: Sendable {
 
     private let state = Mutex(State())
 
-    func arm(_ continuation: CheckedContinuation<Value, Never>) {
+    public init() {}
+
+    /// Hands over the continuation to resume (once).
+    public func arm(_ continuation: CheckedContinuation<Value, Never>) {
         let early = state.withLock { state -> Value? in
             if let early = state.early {
                 state.early = nil
@@ -71,7 +75,7 @@ final class OneShot<Value: Sendable>: Sendable {
 
     /// Delivers `value` if nothing was delivered yet; returns whether it was.
     @discardableResult
-    func resolve(_ value: Value) -> Bool {
+    public func resolve(_ value: Value) -> Bool {
         let continuation = state.withLock { state -> CheckedContinuation<Value, Never>?? in
             guard !state.done else { return .none }
             state.done = true

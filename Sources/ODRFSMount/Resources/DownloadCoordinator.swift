@@ -89,23 +89,23 @@ final class DownloadCoordinator: Sendable {
     func acquire(_ pack: PackNumber, retains: Bool, priority: DownloadPriority, prefix: Int64? = nil,
                  startIfNeeded: Bool = true) async throws(FetchError) -> VerifiedFile? {
         let waiterID = VerifiedFile.makeWaiterID()
-        let gate = ResumeGate()
+        let gate = OneShot<Result<VerifiedFile?, FetchError>>()
         let result: Result<VerifiedFile?, FetchError> = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Result<VerifiedFile?, FetchError>, Never>) in
                 gate.arm(continuation)
                 if Task.isCancelled {
-                    gate.resume(.failure(FetchError(.cancelled, "gave up waiting for pack '\(table.manifest.pack(pack).id)'")))
+                    gate.resolve(.failure(FetchError(.cancelled, "gave up waiting for pack '\(table.manifest.pack(pack).id)'")))
                     return
                 }
                 switch join(pack, retains: retains, priority: priority, prefix: prefix, startIfNeeded: startIfNeeded,
-                            waiter: waiterID, resume: { gate.resume($0) }) {
-                case .ready(let file): gate.resume(.success(file))
+                            waiter: waiterID, resume: { gate.resolve($0) }) {
+                case .ready(let file): gate.resolve(.success(file))
                 case .waiting:
                     // The cancellation handler may have run before the waiter existed and
                     // found nothing; the flag was set before it ran, so look again.
                     if Task.isCancelled { cancelWaiter(waiterID, on: pack) }
                 case .unavailable:
-                    gate.resume(.failure(FetchError(.corrupt, "pack '\(table.manifest.pack(pack).id)' is no longer being downloaded")))
+                    gate.resolve(.failure(FetchError(.corrupt, "pack '\(table.manifest.pack(pack).id)' is no longer being downloaded")))
                 }
             }
         } onCancel: {
