@@ -78,7 +78,9 @@ public final class MountDaemon: Sendable {
         } catch {
             throw MountError("cannot use cache: \(error)")
         }
-        let (manifestData, manifest) = try await BundleLoader.loadManifest(from: origin, store: store, limit: configuration.manifestLimit, logger: logger)
+        let loaded = try await BundleLoader.loadManifest(from: origin, store: store, limit: configuration.manifestLimit,
+                                                         trustedKeys: configuration.trustedKeys, logger: logger)
+        let manifest = loaded.manifest
         let downloader = PackDownloader(origin: origin, store: store, chunkSize: manifest.chunkSize, logger: logger)
         let index = try await BundleLoader.loadIndex(manifest.index, store: store, downloader: downloader)
         do {
@@ -87,7 +89,7 @@ public final class MountDaemon: Sendable {
             throw MountError("the file index \(manifest.index.file) does not match the manifest: \(error)")
         }
         do {
-            try await io.run { () throws(StoreError) in try store.saveManifest(manifestData) }
+            try await io.run { () throws(StoreError) in try store.saveManifest(loaded.data, signature: loaded.signature) }
         } catch {
             throw MountError("cannot write to cache: \(error)")
         }
@@ -114,7 +116,8 @@ public final class MountDaemon: Sendable {
             throw MountError("cannot start a FUSE session: \(error)")
         }
         logger.info("bundle ready", metadata: [
-            "bundle.version": "\(manifest.bundleVersion.hex.prefix(12))", "files": "\(index.entryCount)",
+            "bundle.version": "\(manifest.bundleVersion.hex.prefix(12))", "revision": "\(manifest.revision)",
+            "signed": "\(loaded.signature != nil)", "files": "\(index.entryCount)",
             "packs": "\(manifest.packs.count)", "cache": "\(cacheRoot)",
         ])
         return MountDaemon(mountpoint: mountpoint, origin: origin, manager: manager, session: session, logger: logger)
