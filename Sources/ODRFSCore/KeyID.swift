@@ -1,4 +1,5 @@
 import Crypto
+import Foundation
 
 /// Names an Ed25519 public key in signature files and in the cache's record of revisions
 /// seen: the first 8 bytes of the SHA-256 of the raw 32-byte public key, written as 16

@@ -10,26 +10,34 @@ import Foundation
 public struct SigningKey: Sendable {
     public static let label = "odrfs-ed25519-private"
 
-    private let key: Curve25519.Signing.PrivateKey
+    /// The 32-byte seed (Crypto's key type is not Sendable; the seed is, and rebuilding
+    /// the key from it is cheap next to signing a manifest).
+    private let seed: [UInt8]
+
+    private var key: Curve25519.Signing.PrivateKey {
+        // The seed was accepted by this initializer before; it cannot fail now.
+        // swiftlint:disable:next force_try
+        try! Curve25519.Signing.PrivateKey(rawRepresentation: seed)
+    }
 
     /// A new random key.
     public init() {
-        key = Curve25519.Signing.PrivateKey()
+        seed = Array(Curve25519.Signing.PrivateKey().rawRepresentation)
     }
 
     /// Parses the contents of a private key file.
     public init(fileContents: some Collection<UInt8>) throws(KeyFormatError) {
         guard let fields = KeyText.fields(of: fileContents, label: Self.label, fieldCount: 1),
               let seed = KeyText.base64(fields[0], count: 32),
-              let key = try? Curve25519.Signing.PrivateKey(rawRepresentation: seed) else {
+              (try? Curve25519.Signing.PrivateKey(rawRepresentation: seed)) != nil else {
             throw KeyFormatError("not an odrfs private key file: expected one line '\(Self.label) <base64 of 32 bytes>' (made by `odrfs keygen`)")
         }
-        self.key = key
+        self.seed = seed
     }
 
     /// The private key file's contents.
     public var fileContents: String {
-        "\(Self.label) \(key.rawRepresentation.base64EncodedString())\n"
+        "\(Self.label) \(Data(seed).base64EncodedString())\n"
     }
 
     public var publicKey: TrustKey {

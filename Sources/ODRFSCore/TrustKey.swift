@@ -47,7 +47,7 @@ public struct TrustKey: Sendable, Hashable, Codable, CustomStringConvertible {
     public init(from decoder: any Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)
         do {
-            try self.init(fileContents: Array(text.utf8))
+            self = try TrustKey(fileContents: Array(text.utf8))
         } catch {
             throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: error.message))
         }

@@ -16,8 +16,10 @@ extension CacheIndex {
         }
         var result: [KeyID: SeenRevision] = [:]
         for row in rows {
-            guard let text: String = row["keyID"], let key = KeyID(hex: text),
-                  let revision: Int64 = row["revision"], let seen: Date = row["seen"] else { continue }
+            // fromDatabaseValue: nil for a value of the wrong type, where a typed subscript traps.
+            guard let key = String.fromDatabaseValue(row[0] as DatabaseValue).flatMap({ KeyID(hex: $0) }),
+                  let revision = Int64.fromDatabaseValue(row[1] as DatabaseValue),
+                  let seen = Date.fromDatabaseValue(row[2] as DatabaseValue) else { continue }
             result[key] = SeenRevision(revision: revision, date: seen)
         }
         return result

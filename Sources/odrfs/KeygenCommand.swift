@@ -1,4 +1,7 @@
 import ArgumentParser
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 import ODRFSCore
 
@@ -48,9 +51,9 @@ struct KeygenCommand: ParsableCommand {
         guard fd >= 0 else {
             let code = errno
             if code == EEXIST {
-                throw ValidationError("\(path) already exists; refusing to overwrite a key (choose another name or remove it first)")
+                throw KeygenError("\(path) already exists; refusing to overwrite a key (choose another name or remove it first)")
             }
-            throw ValidationError("cannot create \(path): \(String(cString: strerror(code)))")
+            throw KeygenError("cannot create \(path): \(String(cString: strerror(code)))")
         }
         // The umask may have removed bits, never added them; set the mode exactly.
         _ = fchmod(fd, mode)
@@ -62,7 +65,16 @@ struct KeygenCommand: ParsableCommand {
         let bytes = Array(text.utf8)
         let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
         guard written == bytes.count, fsync(fd) == 0 else {
-            throw ValidationError("cannot write \(path): \(String(cString: strerror(errno)))")
+            throw KeygenError("cannot write \(path): \(String(cString: strerror(errno)))")
         }
+    }
+}
+
+/// Why `odrfs keygen` wrote nothing; printed as "Error: <message>" without the usage text.
+private struct KeygenError: Error, CustomStringConvertible {
+    let description: String
+
+    init(_ description: String) {
+        self.description = description
     }
 }
