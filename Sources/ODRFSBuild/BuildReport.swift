@@ -19,6 +19,12 @@ public struct BuildReport: Sendable, Equatable {
     /// Directories, files and symlinks in the index, the root included.
     public var indexEntries: Int
     public var warnings: [String]
+    /// The manifest's revision (1 for a fresh dist dir).
+    public var revision: Int64 = Manifest.unrevisioned
+    /// The key that signed the manifest, if any.
+    public var signer: KeyID?
+    /// The manifest's expiry, Unix seconds, if any.
+    public var expires: Int64?
 
     public var totalFiles: Int { rows.reduce(0) { $0 + $1.files } }
     public var totalBytes: ByteCount { rows.reduce(ByteCount.zero) { $0 + $1.bytes } }
@@ -47,6 +53,10 @@ public struct BuildReport: Sendable, Equatable {
         let packs = rows.count == 1 ? "1 pack" : "\(rows.count) packs"
         let files = totalFiles == 1 ? "1 file" : "\(totalFiles) files"
         lines.append("total: \(packs), \(files), \(totalBytes), bundle version \(bundleVersion.hex.prefix(12))")
+        var manifestLine = "revision \(revision)"
+        if let signer { manifestLine += ", signed by key \(signer)" }
+        if let expires { manifestLine += ", expires \(Date(timeIntervalSince1970: Double(expires)).formatted(.iso8601))" }
+        lines.append(manifestLine)
         return lines.joined(separator: "\n") + "\n"
     }
 }

@@ -12,11 +12,16 @@ import ODRFSCore
 /// 2. Scan the resource root with lstat, sorted by name bytes.
 /// 3. Plan packs by exact tag set; base first.
 /// 4. Write every pack (`packs/<sha256>.tar`), the file index (`index/<sha256>.odrx`) and
-///    `manifest.json` into a temporary sibling of the output, fsync them and their
-///    directories, then swap it into place (see ``OutputDirectory/publish(_:)``).
+///    `manifest.json` (and, with ``signingKey``, `manifest.json.sig`) into a temporary
+///    sibling of the output, fsync them and their directories, then swap it into place
+///    (see ``OutputDirectory/publish(_:)``): the signature is published in the same
+///    atomic exchange as the manifest it signs, so no reader sees one without the other.
 ///
-/// Output is a pure function of the input tree and spec: no build-machine time, user or order
-/// leaks in, so the same input gives a byte-identical dist dir. On any error the temporary
+/// The manifest's `revision` is 1 for a fresh output and one more than the replaced
+/// manifest's otherwise. Output is a pure function of the input tree, the spec and the
+/// previous revision: no build-machine time, user or order leaks in (Ed25519 signatures are
+/// deterministic too), so the same input gives a byte-identical dist dir — except for
+/// `expires`, which is the build time plus ``expires``. On any error the temporary
 /// directory is removed and an existing output is left untouched.
 public struct BundleBuilder: Sendable {
     /// Apple's advice for asset packs: warn above 512 MiB, 64 MiB recommended.
@@ -27,6 +32,11 @@ public struct BundleBuilder: Sendable {
     public let specPath: String?
     public let logger: Logger
     public var chunkSize: ByteCount = Manifest.defaultChunkSize
+    /// Signs the manifest (`--sign-key`); nil builds an unsigned bundle.
+    public var signingKey: SigningKey?
+    /// The manifest's expiry time in Unix seconds (`--expires`, already added to the
+    /// build time); nil for none.
+    public var expires: Int64?
 
     public init(resourceRoot: String, specPath: String? = nil, logger: Logger) {
         self.resourceRoot = resourceRoot
@@ -38,6 +48,7 @@ public struct BundleBuilder: Sendable {
         let root = Self.trimmed(resourceRoot)
         let output = try OutputDirectory(path: Self.trimmed(distDir), resourceRoot: root)
         try output.checkReplaceable()
+        let revision = try output.nextRevision()
         var warnings: [String] = []
         let (spec, specRelative) = try loadSpec(root: root, warnings: &warnings)
         let tree = try ResourceScanner(root: root, skippedPath: specRelative).scan()
@@ -50,7 +61,8 @@ public struct BundleBuilder: Sendable {
         defer { lockedStaging.release() }
         let staging = lockedStaging.path
         do throws(BuildError) {
-            let (manifest, rows, entries) = try write(tree: tree, root: root, plan: plan, spec: spec, into: staging, warnings: &warnings)
+            let (manifest, rows, entries) = try write(tree: tree, root: root, plan: plan, spec: spec, revision: revision,
+                                                     into: staging, warnings: &warnings)
             // Files were fsynced as written; now their names.
             for directory in [staging + "/packs", staging + "/index", staging] {
                 do { try POSIXFile.syncDirectoryChecked(directory) } catch { throw BuildError.io(error, "fsync", directory) }
@@ -60,7 +72,8 @@ public struct BundleBuilder: Sendable {
             logger.info("bundle built", metadata: ["dist": "\(output.path)", "bundle.version": "\(manifest.bundleVersion)",
                                                    "packs": "\(rows.count)"])
             return BuildReport(distDir: output.path, bundleVersion: manifest.bundleVersion, rows: rows,
-                               indexEntries: entries, warnings: warnings)
+                               indexEntries: entries, warnings: warnings, revision: manifest.revision,
+                               signer: signingKey?.publicKey.id, expires: manifest.expires)
         } catch {
             POSIXFile.removeTree(staging)
             throw error
@@ -78,7 +91,7 @@ public struct BundleBuilder: Sendable {
         return (spec, Self.relativePath(of: path, under: root))
     }
 
-    private func write(tree: ResourceTree, root: String, plan: PackPlan, spec: TagSpec, into staging: String,
+    private func write(tree: ResourceTree, root: String, plan: PackPlan, spec: TagSpec, revision: Int64, into staging: String,
                        warnings: inout [String]) throws(BuildError) -> (Manifest, [BuildReport.Row], Int) {
         for directory in ["packs", "index"] {
             do { try POSIXFile.makeDirectory(staging + "/" + directory) } catch { throw BuildError.io(error, "create", staging + "/" + directory) }
@@ -121,7 +134,8 @@ public struct BundleBuilder: Sendable {
                                    entries: tree.allPaths.count + 1)
         let manifest = Manifest(bundleVersion: Manifest.computeBundleVersion(index: indexHash, packs: descriptors),
                                 chunkSize: chunkSize, index: index, packs: descriptors, tags: tags,
-                                initialInstall: spec.initialInstall, prefetch: spec.prefetch)
+                                initialInstall: spec.initialInstall, prefetch: spec.prefetch,
+                                revision: revision, expires: expires)
         // What every mount will check, checked here first: a bundle beyond BundleLimits or
         // otherwise unmountable fails the build instead of every mount.
         let encoded = manifest.encoded()
@@ -129,6 +143,13 @@ public struct BundleBuilder: Sendable {
             try FileIndex(bytes: indexBytes).validate(against: Manifest.decode(encoded))
         } catch {
             throw BuildError(.tooLarge, path: nil, "the bundle would not be mountable: \(error)")
+        }
+        if let signingKey {
+            // Signs the exact bytes written below; fsynced like them before anything is published.
+            let signature: ManifestSignature
+            do { signature = try signingKey.sign(encoded) } catch { throw BuildError(.io, path: nil, "cannot sign the manifest: \(error)") }
+            let signaturePath = staging + "/" + ManifestSignature.fileName
+            do { try POSIXFile.writeFile(signaturePath, Array(signature.fileContents.utf8)) } catch { throw BuildError.io(error, "write", signaturePath) }
         }
         let path = staging + "/" + Manifest.fileName
         do { try POSIXFile.writeFile(path, Array(encoded)) } catch { throw BuildError.io(error, "write", path) }

@@ -15,6 +15,8 @@
 /// | symlink hops when resolving  | ``maxSymlinkHops`` (40, as Linux's ELOOP) |
 /// | one symlink target           | 4095 bytes (PATH_MAX - 1)     |
 /// | all symlink targets together | ``maxSymlinkTargetBytes`` (64 MiB) |
+/// | manifest revision            | ``revisionRange`` (1…2^53)    |
+/// | manifest expiry (Unix s)     | ``expiryRange`` (1970…9999-12-31) |
 public enum BundleLimits {
     /// Upper bound of the sum of every pack's size. 2^52 leaves 2^11 headroom below
     /// `Int64.max`, so even 2,000 such sums added together cannot overflow.
@@ -32,4 +34,10 @@ public enum BundleLimits {
     /// The bytes of all symlink targets together: each is resolved at validation, one
     /// lookup per component (a million links of 60 bytes fit).
     public static let maxSymlinkTargetBytes = ByteCount.mebibytes(64)
+    /// Manifest revisions: 2^53 is the largest integer every JSON reader (JavaScript's
+    /// doubles included) represents exactly; a build a second for 285 million years.
+    public static let revisionRange: ClosedRange<Int64> = 1...(1 << 53)
+    /// Manifest expiry times in Unix seconds: up to 9999-12-31T23:59:59Z, so that the date
+    /// prints as ISO 8601 and converts to a `Date` without loss.
+    public static let expiryRange: ClosedRange<Int64> = 0...253_402_300_799
 }

@@ -6,6 +6,12 @@ extension Manifest {
             throw ManifestError(.unsupportedFormat,
                                 "format \(format) is not supported (this odrfs reads format \(Manifest.currentFormat))")
         }
+        guard BundleLimits.revisionRange.contains(revision) else {
+            throw ManifestError(.invalidRevision, "revision \(revision) is outside \(BundleLimits.revisionRange.lowerBound)...\(BundleLimits.revisionRange.upperBound)")
+        }
+        if let expires, !BundleLimits.expiryRange.contains(expires) {
+            throw ManifestError(.invalidExpiry, "expires \(expires) is outside \(BundleLimits.expiryRange.lowerBound)...\(BundleLimits.expiryRange.upperBound) (Unix seconds)")
+        }
         guard BundleLimits.chunkSizeRange.contains(chunkSize) else {
             throw ManifestError(.invalidChunkSize, "chunkSize \(chunkSize.value) is outside \(BundleLimits.chunkSizeRange.lowerBound.value)...\(BundleLimits.chunkSizeRange.upperBound.value)")
         }

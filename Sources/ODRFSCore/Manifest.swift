@@ -29,10 +29,23 @@ public struct Manifest: Codable, Sendable, Equatable {
     public var initialInstall: [Tag]
     /// Tags downloaded right after, in this order.
     public var prefetch: [Tag]
+    /// Increases by one at each `odrfs build` into an existing dist dir (1 for a fresh one), so
+    /// that a mount with `--trust-key` can refuse an older manifest (a rollback). Within
+    /// ``BundleLimits/revisionRange``. A manifest written before revisions existed has no
+    /// `revision` key and decodes as revision ``unrevisioned`` (1).
+    public var revision: Int64
+    /// When the manifest stops being valid, in Unix seconds (UTC), from
+    /// `odrfs build --expires`; absent means never. A mount with `--trust-key` refuses an
+    /// expired manifest. Within ``BundleLimits/expiryRange``.
+    public var expires: Int64?
+
+    /// The revision of a manifest that has no `revision` key (built before revisions
+    /// existed): the first revision, so that the next build into its dist dir makes 2.
+    public static let unrevisioned: Int64 = 1
 
     public init(format: Int = Manifest.currentFormat, bundleVersion: ContentHash, chunkSize: ByteCount,
                 index: IndexReference, packs: [PackDescriptor], tags: [TagDescriptor],
-                initialInstall: [Tag], prefetch: [Tag]) {
+                initialInstall: [Tag], prefetch: [Tag], revision: Int64 = Manifest.unrevisioned, expires: Int64? = nil) {
         self.format = format
         self.bundleVersion = bundleVersion
         self.chunkSize = chunkSize
@@ -41,6 +54,24 @@ public struct Manifest: Codable, Sendable, Equatable {
         self.tags = tags
         self.initialInstall = initialInstall
         self.prefetch = prefetch
+        self.revision = revision
+        self.expires = expires
+    }
+
+    /// Decodes every key as synthesized, except that `revision` may be absent (older
+    /// manifests; see ``unrevisioned``).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        format = try container.decode(Int.self, forKey: .format)
+        bundleVersion = try container.decode(ContentHash.self, forKey: .bundleVersion)
+        chunkSize = try container.decode(ByteCount.self, forKey: .chunkSize)
+        index = try container.decode(IndexReference.self, forKey: .index)
+        packs = try container.decode([PackDescriptor].self, forKey: .packs)
+        tags = try container.decode([TagDescriptor].self, forKey: .tags)
+        initialInstall = try container.decode([Tag].self, forKey: .initialInstall)
+        prefetch = try container.decode([Tag].self, forKey: .prefetch)
+        revision = try container.decodeIfPresent(Int64.self, forKey: .revision) ?? Self.unrevisioned
+        expires = try container.decodeIfPresent(Int64.self, forKey: .expires)
     }
 
     /// The bundle version of a bundle with this index and these packs. Pack ids take part so that

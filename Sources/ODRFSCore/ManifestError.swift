@@ -16,6 +16,10 @@ public struct ManifestError: Error, CustomStringConvertible, Equatable {
         case invalidTag
         case priorityOutOfRange
         case inconsistent
+        /// `revision` outside ``BundleLimits/revisionRange``.
+        case invalidRevision
+        /// `expires` outside ``BundleLimits/expiryRange``.
+        case invalidExpiry
         /// A size or count beyond ``BundleLimits``.
         case tooLarge
     }

@@ -4,7 +4,8 @@ import Logging
 import ODRFSCore
 
 /// The cache's durable memory, in SQLite (WAL): which verified packs are on disk,
-/// when each was fetched and last used, how often, and users' priority overrides.
+/// when each was fetched and last used, how often, users' priority overrides, and the
+/// highest manifest revision accepted per trust key (see `CacheIndex+Revisions.swift`).
 ///
 /// The index only ever describes files that were verified and renamed into place
 /// first; `PackStore.reconcile` makes index and files agree after a crash.
@@ -55,6 +56,13 @@ public final class CacheIndex: Sendable {
                 table.add(column: "chunkList", .text)
             }
         }
+        migrator.registerMigration("v3: trusted revisions") { db in
+            try db.create(table: Self.revisionTable) { table in
+                table.primaryKey("keyID", .text)
+                table.column("revision", .integer).notNull()
+                table.column("seen", .datetime).notNull()
+            }
+        }
         return migrator
     }
 
@@ -103,7 +111,7 @@ public final class CacheIndex: Sendable {
         }
     }
 
-    private func access<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
+    func access<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
         do {
             return try database.write(body)
         } catch {

@@ -8,6 +8,7 @@ import ODRFSCore
 /// <root>/lock            held (flock) by the one mount using this cache
 /// <root>/index.sqlite    the cache index (SQLite, WAL): packs, access times, priorities
 /// <root>/manifest.json   the manifest of the bundle version last mounted
+/// <root>/manifest.json.sig its signature, when it had one (offline mounts with --trust-key check it)
 /// <root>/index/<sha>.odrx  verified file indexes
 /// <root>/packs/<sha>.tar   verified packs, named by content like on the origin
 /// <root>/tmp/            downloads in progress; emptied at startup
@@ -30,6 +31,7 @@ public struct CacheLayout: Sendable {
     public var lockFile: String { root + "/lock" }
     public var indexFile: String { root + "/index.sqlite" }
     public var manifestFile: String { root + "/" + Manifest.fileName }
+    public var manifestSignatureFile: String { root + "/" + ManifestSignature.fileName }
     public var logFile: String { root + "/odrfs.log" }
 
     /// The cached copy of `pack`, named by its content hash.

@@ -3,6 +3,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import ODRFSBuild
+import ODRFSCore
 
 /// `odrfs build`: splits a resource directory into tagged packs and writes a dist dir that any
 /// static host can serve.
@@ -14,7 +15,11 @@ struct BuildCommand: ParsableCommand {
             Files are grouped by their exact set of tags (from odr.yaml at the resource root, or \
             --spec); untagged files form the base pack. The same input always gives a \
             byte-identical dist dir. An existing output directory is replaced only if it is \
-            empty or a previous dist dir.
+            empty or a previous dist dir; the new manifest's revision is then one more than \
+            the previous one's (1 for a fresh dist dir). With --sign-key, manifest.json.sig \
+            (the Ed25519 signature of the exact manifest bytes) is published with the manifest. \
+            --expires stores build time + DURATION in the manifest; mounts with --trust-key \
+            refuse it afterwards.
             """)
 
     @Argument(help: "The resource directory to bundle.")
@@ -26,20 +31,26 @@ struct BuildCommand: ParsableCommand {
     @Option(help: "The tag spec (default: odr.yaml in the resource directory).")
     var spec: String?
 
-    @Option(name: .customLong("sign-key"), help: "Sign the manifest with this Ed25519 key (not implemented yet).")
+    @Option(name: .customLong("sign-key"), help: "Sign the manifest with this private key (made by `odrfs keygen`).")
     var signKey: String?
 
-    func validate() throws {
-        if signKey != nil {
-            throw ValidationError("signing is not implemented yet; build without --sign-key")
-        }
-    }
+    @Option(help: "The manifest expires this long after the build: a number and s, m, h or d (e.g. 30d).")
+    var expires: ExpiryDurationArgument?
 
     func run() throws {
         var logger = Logger(label: "odrfs.build")
         // Warnings reach the user through the report below; the logger is for debugging.
         logger.logLevel = .error
-        let builder = BundleBuilder(resourceRoot: resourceDir, specPath: spec, logger: logger)
+        var builder = BundleBuilder(resourceRoot: resourceDir, specPath: spec, logger: logger)
+        if let signKey {
+            builder.signingKey = try loadSigningKey(signKey)
+        }
+        if let expires {
+            guard let time = expires.value.expiry(after: Date()) else {
+                throw ValidationError("--expires \(expires.value) ends after 9999-12-31; choose a shorter duration")
+            }
+            builder.expires = time
+        }
         do {
             let report = try builder.build(into: output)
             print(report.table(), terminator: "")
@@ -52,7 +63,30 @@ struct BuildCommand: ParsableCommand {
         }
     }
 
+    private func loadSigningKey(_ path: String) throws -> SigningKey {
+        var info = stat()
+        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size <= 4096,
+              let contents = FileManager.default.contents(atPath: path) else {
+            throw ValidationError("cannot read the signing key \(path)")
+        }
+        do {
+            return try SigningKey(fileContents: contents)
+        } catch {
+            throw ValidationError("\(path): \(error)")
+        }
+    }
+
     private func printToStandardError(_ line: String) {
         FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+}
+
+/// `--expires 30d`: see ``ExpiryDuration``.
+struct ExpiryDurationArgument: ExpressibleByArgument, Sendable {
+    let value: ExpiryDuration
+
+    init?(argument: String) {
+        guard let value = ExpiryDuration(parsing: argument) else { return nil }
+        self.value = value
     }
 }

@@ -48,6 +48,9 @@ struct MountCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Seconds a fetch may go without progress before the waiting open() fails with EIO.")
     var fetchTimeout: Double = 30
 
+    @Option(name: .customLong("trust-key"), help: "A public key file (KEYFILE.pub from `odrfs keygen`); the manifest must be signed by one of the keys given (repeat for key rotation), unexpired and not older than a revision already seen.")
+    var trustKeys: [String] = []
+
     @Option(name: .long, help: "Packs downloading at once.")
     var maxDownloads: Int = 8
 
@@ -74,6 +77,21 @@ struct MountCommand: AsyncParsableCommand {
         }
     }
 
+    /// Reads a `--trust-key` file here, so that a wrong path or format fails at once and
+    /// the daemon gets the key itself.
+    static func loadTrustKey(_ path: String) throws -> TrustKey {
+        var info = stat()
+        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size <= 4096,
+              let contents = FileManager.default.contents(atPath: path) else {
+            throw ValidationError("cannot read the trust key \(path)")
+        }
+        do {
+            return try TrustKey(fileContents: contents)
+        } catch {
+            throw ValidationError("--trust-key \(path): \(error)")
+        }
+    }
+
     /// The daemon runs from another working directory: hand it absolute paths.
     static func absolute(_ path: String) -> String {
         path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
@@ -88,6 +106,7 @@ struct MountCommand: AsyncParsableCommand {
             fetchDeadline: .milliseconds(Int64(fetchTimeout * 1000))
         )
         configuration.maximumConcurrentDownloads = maxDownloads
+        configuration.trustedKeys = try trustKeys.map(Self.loadTrustKey)
         configuration.limits = CacheLimits(
             budget: cacheSize?.value, minimumFree: minFree?.value,
             maximumInUse: maxInUse?.value ?? CacheLimits.defaultMaximumInUse

@@ -19,6 +19,8 @@ enum FuzzTarget: String, CaseIterable, Sendable {
     case control
     /// The YAML (or JSON) tag spec, odr.yaml.
     case tagspec
+    /// manifest.json.sig and the key files, and the trust check over a signature file.
+    case signature
 
     /// The target named by ODRFS_FUZZ_TARGET; the process exits with a usage message if none.
     static let selected: FuzzTarget = {
@@ -39,6 +41,7 @@ enum FuzzTarget: String, CaseIterable, Sendable {
         case .headers: HeadersTarget.run(bytes)
         case .control: ControlTarget.run(Data(bytes))
         case .tagspec: TagSpecTarget.run(String(decoding: bytes, as: UTF8.self))
+        case .signature: SignatureTarget.run(bytes)
         }
     }
 }

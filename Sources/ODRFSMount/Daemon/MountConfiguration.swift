@@ -21,6 +21,9 @@ public struct MountConfiguration: Sendable, Codable {
     public var limits = CacheLimits()
     /// The largest manifest accepted from an origin; guards against a hostile origin.
     public var manifestLimit = ByteCount(64 << 20)
+    /// `--trust-key`: the public keys (their contents, not paths) of which one must have
+    /// signed the manifest. Empty: the manifest is trusted as served (no signature check).
+    public var trustedKeys: [TrustKey] = []
 
     public init(origin: String, mountpoint: String, cacheDirectory: String? = nil, fuseOptions: [String] = []) {
         self.origin = origin

@@ -81,7 +81,8 @@ public final class MountDaemon: Sendable {
             throw MountError("cannot start a FUSE session: \(error)")
         }
         logger.info("bundle ready", metadata: [
-            "bundle.version": "\(manifest.bundleVersion.hex.prefix(12))", "files": "\(index.entryCount)",
+            "bundle.version": "\(manifest.bundleVersion.hex.prefix(12))", "revision": "\(manifest.revision)",
+            "signed": "\(bundle.isSigned)", "files": "\(index.entryCount)",
             "packs": "\(manifest.packs.count)", "cache": "\(cacheRoot)",
         ])
         return MountDaemon(mountpoint: mountpoint, origin: origin, manager: manager, session: session, logger: logger)

@@ -13,6 +13,8 @@ struct PreparedBundle: Sendable {
     let manifest: Manifest
     let index: FileIndex
     let manager: ResourceManager
+    /// Whether the manifest came with a signature a trusted key made.
+    let isSigned: Bool
 
     /// Loads the bundle at `origin` into the cache of `configuration`. Anything wrong with
     /// what the origin serves ends here, as a `MountError` saying what: nothing is mounted.
@@ -32,7 +34,9 @@ struct PreparedBundle: Sendable {
             } catch {
                 throw MountError("cannot use cache: \(error)")
             }
-            let (manifestData, manifest) = try await BundleLoader.loadManifest(from: origin, store: store, limit: configuration.manifestLimit, logger: logger)
+            let loaded = try await BundleLoader.loadManifest(from: origin, store: store, limit: configuration.manifestLimit,
+                                                         trustedKeys: configuration.trustedKeys, logger: logger)
+        let manifest = loaded.manifest
             let downloader = PackDownloader(origin: origin, store: store, chunkSize: manifest.chunkSize, logger: logger)
             let index = try await BundleLoader.loadIndex(manifest.index, store: store, downloader: downloader)
             do {
@@ -41,7 +45,7 @@ struct PreparedBundle: Sendable {
                 throw MountError("the file index \(manifest.index.file) does not match the manifest: \(error)")
             }
             do {
-                try await io.run { () throws(StoreError) in try store.saveManifest(manifestData) }
+                try await io.run { () throws(StoreError) in try store.saveManifest(loaded.data, signature: loaded.signature) }
             } catch {
                 throw MountError("cannot write to cache: \(error)")
             }
@@ -57,6 +61,6 @@ struct PreparedBundle: Sendable {
                 throw MountError("cannot read the cache index: \(error)")
             }
             try await InitialInstall.run(manager: manager, progress: progress)
-            return PreparedBundle(manifest: manifest, index: index, manager: manager)
+            return PreparedBundle(manifest: manifest, index: index, manager: manager, isSigned: loaded.signature != nil)
     }
 }
