@@ -152,8 +152,14 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         // HTTPOrigin against a fault-injecting test origin (SwiftNIO) whose behaviour per request is scripted.
+        // A scriptable HTTP origin (SwiftNIO) that lies, stalls, truncates and resets on cue.
+        .target(name: "FaultOriginSupport", dependencies: [
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+        ], path: "Tests/FaultOriginSupport"),
         .testTarget(name: "ODRFSFetchTests", dependencies: [
-            "ODRFSFetch", "ODRFSCore", "ODRFSStore", "ODRFSServer", "TestSupport",
+            "ODRFSFetch", "ODRFSCore", "ODRFSStore", "ODRFSServer", "TestSupport", "FaultOriginSupport",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -161,6 +167,7 @@ let package = Package(
         ]),
         .testTarget(name: "ODRFSMountTests", dependencies: [
             "ODRFSMount", "ODRFSCore", "ODRFSStore", "ODRFSFetch", "ODRFSBuild", "ODRFSRuntime", "CFuse3", "TestSupport",
+            "FaultOriginSupport",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),

@@ -62,8 +62,9 @@ struct RequestCommand: AsyncParsableCommand {
             request.cancel()
         }
         defer { interrupted.cancel() }
+        let reply: ControlResponse
         do {
-            let reply = try await request.value
+            reply = try await request.value
             display.finish()
             writeLine("\(names): all \(reply.packs?.count ?? 0) packs local")
         } catch let error as ControlError {
@@ -72,6 +73,10 @@ struct RequestCommand: AsyncParsableCommand {
             ControlExitCode.fail("request", error)
         }
         guard hold else {
+            // End the request and wait for the daemon to say so, so that when this command
+            // exits the tags are no longer in use (closing alone releases them too, but
+            // only once the daemon has noticed the hang-up).
+            if let id = reply.id { _ = try? await client.call(.end(request: id)) }
             client.close()
             return
         }

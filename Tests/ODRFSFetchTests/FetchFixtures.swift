@@ -1,3 +1,4 @@
+import FaultOriginSupport
 import Foundation
 import NIOCore
 import Logging

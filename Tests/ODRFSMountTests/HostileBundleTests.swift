@@ -1,4 +1,5 @@
 import Crypto
+import FaultOriginSupport
 import Foundation
 import Logging
 import ODRFSBuild
@@ -66,7 +67,7 @@ struct HostileBundleTests {
             let dist = root.path + "/dist-\(round)"
             try FileManager.default.copyItem(atPath: original, toPath: dist)
             let kind = try Mutator(dist: dist, manifest: manifest, manifestData: manifestData).mutate(using: &generator)
-            let outcome = try await Self.exercise(dist: dist, cache: root.path + "/cache-\(round)", packBytes: packBytes)
+            let outcome = try await Self.exercise(origin: dist, cache: root.path + "/cache-\(round)", packBytes: packBytes)
             outcomes["\(kind): \(outcome)", default: 0] += 1
             try? FileManager.default.removeItem(atPath: dist)
             try? FileManager.default.removeItem(atPath: root.path + "/cache-\(round)")
@@ -76,23 +77,98 @@ struct HostileBundleTests {
         #expect(outcomes.keys.contains { $0.hasSuffix("served") }, "no mutated bundle was ever served: reads were never checked")
     }
 
-    /// Prepares the bundle as a mount would; if accepted, opens and reads every file.
-    static func exercise(dist: String, cache: String, packBytes: [String: [UInt8]]) async throws -> String {
-        var configuration = MountConfiguration(origin: dist, mountpoint: "/nonexistent", cacheDirectory: cache)
-        configuration.originOptions.fetchDeadline = .seconds(5)
+    @Test("mutated bundles behind an HTTP origin that lies, truncates, resets and stalls: no trap, no hang past the fetch timeout, never a byte outside a verified pack")
+    func mutatedBundlesOverALyingOrigin() async throws {
+        let root = try TemporaryDirectory()
+        let original = try Self.buildOriginal(in: root.path)
+        let manifestData = try Data(contentsOf: URL(fileURLWithPath: original + "/manifest.json"))
+        let manifest = try Manifest.decode(manifestData)
+        var packBytes: [String: [UInt8]] = [:]
+        for pack in manifest.packs {
+            packBytes[pack.sha256.hex] = Array(try Data(contentsOf: URL(fileURLWithPath: original + "/" + pack.file)))
+        }
+        let server = try await FaultOrigin.start()
+        var generator = SplitMix(seed: 34)
+        var outcomes: [String: Int] = [:]
+        for round in 0..<Self.httpRounds {
+            let dist = root.path + "/dist-\(round)"
+            try FileManager.default.copyItem(atPath: original, toPath: dist)
+            let kind = Bool.random(using: &generator)
+                ? try Mutator(dist: dist, manifest: manifest, manifestData: manifestData).mutate(using: &generator) : "intact"
+            // Every file of the dist dir, served under its own prefix, some of them with lies.
+            let prefix = "/r\(round)/"
+            let files = FileManager.default.enumerator(atPath: dist)?.allObjects.compactMap { $0 as? String } ?? []
+            var lies = 0
+            for file in files.sorted() {
+                var isDirectory: ObjCBool = false
+                guard FileManager.default.fileExists(atPath: dist + "/" + file, isDirectory: &isDirectory), !isDirectory.boolValue else { continue }
+                let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: dist + "/" + file)))
+                server.setFile(prefix + file, bytes)
+                if Int.random(in: 0..<3, using: &generator) == 0 {
+                    server.script(prefix + file, (0..<Int.random(in: 1...3, using: &generator)).map { _ in
+                        Self.lie(bytes: bytes.count, using: &generator)
+                    })
+                    lies += 1
+                }
+            }
+            let started = ContinuousClock.now
+            let outcome = try await Self.exercise(origin: server.baseURL + prefix, cache: root.path + "/cache-\(round)",
+                                                  packBytes: packBytes, fetchDeadline: .milliseconds(800))
+            let elapsed = ContinuousClock.now - started
+            // Each fetch may wait out its deadline once per file at most; nothing waits for ever.
+            #expect(elapsed < .seconds(30), "round \(round) took \(elapsed)")
+            outcomes["\(kind)\(lies > 0 ? " + lies" : ""): \(outcome)", default: 0] += 1
+            try? FileManager.default.removeItem(atPath: dist)
+            try? FileManager.default.removeItem(atPath: root.path + "/cache-\(round)")
+        }
+        await server.stop()
+        print("hostile HTTP origin: \(outcomes.sorted { $0.key < $1.key }.map { "\($0.key) ×\($0.value)" }.joined(separator: ", "))")
+        #expect(outcomes.keys.contains { $0.contains("+ lies") && $0.hasSuffix("served") }, "no lying round was ever served")
+    }
+
+    static let httpRounds = 60
+
+    /// One lie a broken or hostile HTTP server tells.
+    static func lie(bytes: Int, using generator: inout SplitMix) -> FaultOrigin.Behaviour {
+        switch Int.random(in: 0..<10, using: &generator) {
+        case 0: return .truncate(after: Int.random(in: 0...max(bytes, 1), using: &generator))
+        case 1: return .reset(after: Int.random(in: 0...max(bytes, 1), using: &generator))
+        case 2: return .partialContent(contentRange: ["bytes 0-9223372036854775807/*", "bytes -5-3/10", "bytes 3-1/2",
+                                                      "bytes 0-\(bytes)/\(bytes)", "garbage"].randomElement(using: &generator)!)
+        case 3: return .status([404, 403, 500, 502, 418].randomElement(using: &generator)!)
+        case 4: return .busy(status: 503, retryAfter: ["1", "-1", "99999999999999999999", "Sun, 06 Nov -2147483648 08:49:37 GMT",
+                                                        "Fri, 31 Dec 9999 23:59:60 GMT", ""].randomElement(using: &generator)!)
+        case 5: return .redirect(["http+unix://%2Ftmp%2Fx/y", "ftp://127.0.0.1/x", "http://127.0.0.1:1/"].randomElement(using: &generator)!)
+        case 6: return .stall
+        default: return .serveIgnoringRange
+        }
+    }
+
+    /// Prepares the bundle at `origin` (a dist path or URL) as a mount would; if accepted,
+    /// opens and reads every file.
+    static func exercise(origin location: String, cache: String, packBytes: [String: [UInt8]],
+                         fetchDeadline: Duration = .seconds(5)) async throws -> String {
+        var configuration = MountConfiguration(origin: location, mountpoint: "/nonexistent", cacheDirectory: cache)
+        configuration.originOptions.fetchDeadline = fetchDeadline
         let origin: any Origin
         do {
-            origin = try OriginLocator.origin(for: dist, options: configuration.originOptions)
+            origin = try OriginLocator.origin(for: location, options: configuration.originOptions)
         } catch {
             return "refused"
         }
+        let outcome = try await exercise(origin, configuration: configuration, packBytes: packBytes)
+        await origin.shutdown()
+        return outcome
+    }
+
+    static func exercise(_ origin: any Origin, configuration: MountConfiguration, packBytes: [String: [UInt8]]) async throws -> String {
         let bundle: PreparedBundle
         do {
-            bundle = try await PreparedBundle.load(configuration, origin: origin, logger: Logger(label: "hostile")) { _, _ in }
+            bundle = try await PreparedBundle.load(configuration, origin: origin, logger: Logger(label: "hostile", factory: { _ in SwiftLogNoOpLogHandler() })) { _, _ in }
         } catch {
             return "refused"
         }
-        defer { Task { await bundle.manager.shutdown() } }
+        defer { Task { [manager = bundle.manager] in await manager.shutdown() } }
         var failedReads = 0
         for number in 0..<bundle.index.entryCount {
             let entryNumber = EntryNumber(UInt32(number))

@@ -4,11 +4,11 @@ import NIOHTTP1
 import NIOPosix
 import Synchronization
 
-/// A test origin whose answer to each request is scripted, per path and per attempt, to
+/// A test origin (shared by the fetch and mount tests) whose answer to each request is scripted, per path and per attempt, to
 /// produce the failures a real network and real servers produce.
-final class FaultOrigin: Sendable {
+public final class FaultOrigin: Sendable {
     /// What the origin does with one request.
-    enum Behaviour: Sendable {
+    public enum Behaviour: Sendable {
         /// A well-behaved server: honours `Range` (206) unless If-Range is stale.
         case serve
         /// Always the whole file with 200, whatever Range says.
@@ -30,15 +30,15 @@ final class FaultOrigin: Sendable {
     }
 
     /// One request as the origin saw it.
-    struct Seen: Sendable {
-        var path: String
-        var range: String?
-        var ifRange: String?
-        var authorization: String?
-        var at = ContinuousClock.now
+    public struct Seen: Sendable {
+        public var path: String
+        public var range: String?
+        public var ifRange: String?
+        public var authorization: String?
+        public var at = ContinuousClock.now
     }
 
-    static let entityTag = "\"v1\""
+    public static let entityTag = "\"v1\""
 
     private struct State {
         var files: [String: [UInt8]] = [:]
@@ -49,7 +49,7 @@ final class FaultOrigin: Sendable {
     private let state = Mutex(State())
     private let group: MultiThreadedEventLoopGroup
     private let channel: any Channel
-    let port: Int
+    public let port: Int
 
     private init(group: MultiThreadedEventLoopGroup, channel: any Channel) {
         self.group = group
@@ -58,7 +58,7 @@ final class FaultOrigin: Sendable {
     }
 
     /// Starts listening on 127.0.0.1 with a kernel-chosen port.
-    static func start() async throws -> FaultOrigin {
+    public static func start() async throws -> FaultOrigin {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let box = Mutex<FaultOrigin?>(nil)
         let channel = try await ServerBootstrap(group: group)
@@ -76,25 +76,25 @@ final class FaultOrigin: Sendable {
     }
 
     /// Closes the listener and every connection (stalled ones included).
-    func stop() async {
+    public func stop() async {
         try? await channel.close()
         try? await group.shutdownGracefully()
     }
 
-    var baseURL: String { "http://127.0.0.1:\(port)" }
+    public var baseURL: String { "http://127.0.0.1:\(port)" }
 
-    func setFile(_ path: String, _ bytes: [UInt8]) {
+    public func setFile(_ path: String, _ bytes: [UInt8]) {
         state.withLock { $0.files[path] = bytes }
     }
 
     /// Behaviours for the next requests of `path`, in order; afterwards `.serve`.
-    func script(_ path: String, _ behaviours: [Behaviour]) {
+    public func script(_ path: String, _ behaviours: [Behaviour]) {
         state.withLock { $0.scripts[path] = behaviours }
     }
 
-    var seen: [Seen] { state.withLock { $0.seen } }
+    public var seen: [Seen] { state.withLock { $0.seen } }
 
-    func requests(of path: String) -> [Seen] {
+    public func requests(of path: String) -> [Seen] {
         seen.filter { $0.path == path }
     }
 
