@@ -11,8 +11,8 @@ import Synchronization
 /// or another FUSE mount can stop answering, `poll(2)` always calls a regular file
 /// readable, and a thread blocked in the kernel cannot be interrupted. Such a thread is
 /// left behind (it finishes when the filesystem answers, releasing what it opened); the
-/// download fails with `.unreachable` at the deadline. Stuck threads tie up only this
-/// origin's executor, never the cache's or the cooperative pool.
+/// download fails with `.unreachable` at the deadline. Stuck threads tie up only the file
+/// origins' executor, never the cache's or the cooperative pool.
 public struct FileOrigin: Origin {
     public let root: String
     let fetchDeadline: Duration
@@ -33,9 +33,13 @@ public struct FileOrigin: Origin {
         }
         self.root = root.hasSuffix("/") && root.count > 1 ? String(root.dropLast()) : root
         self.fetchDeadline = fetchDeadline
-        // As many threads as downloads may run at once, plus a few for stuck ones.
-        self.io = io ?? IOExecutor(name: "odrfs-origin", threads: 12)
+        self.io = io ?? Self.sharedExecutor
     }
+
+    /// The threads every file origin of the process reads on: twice the default
+    /// `--max-downloads`, so eight reads stuck on a dead filesystem leave eight for others.
+    /// Shared, because a pool's threads live as long as the process.
+    static let sharedExecutor = IOExecutor(name: "odrfs-origin", threads: 16)
 
     public var displayName: String { root }
 

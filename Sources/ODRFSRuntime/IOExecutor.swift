@@ -11,9 +11,9 @@ import Synchronization
 /// suspends (freeing its cooperative thread) until a pool thread has done the work.
 ///
 /// Two executors exist in a mount, so that one kind of stall cannot starve the other:
-/// ``cache`` for the local cache (fast disks, but fsync can take seconds), and one per
-/// file origin (``OriginLimits``), whose reads may hang forever on a stalled network
-/// or FUSE filesystem and are therefore always bounded by ``run(deadline:_:onLate:)``.
+/// ``cache`` for the local cache (fast disks, but fsync can take seconds), and the file
+/// origins' (in ODRFSFetch), whose reads may hang forever on a stalled network or FUSE
+/// filesystem and are therefore always bounded by ``run(deadline:_:onLate:)``.
 ///
 /// Built on SwiftNIO's `NIOThreadPool`. Threads are started once and live for the
 /// process; there is no shutdown, because work submitted at exit (saving access times)
