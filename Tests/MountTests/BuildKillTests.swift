@@ -8,11 +8,11 @@ import Testing
 @Suite("odrfs build killed mid-way", .serialized, .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
 struct BuildKillTests {
     @Test("a rebuild killed at any instant leaves a complete dist dir, and the next build cleans up")
-    func killedRebuildLeavesACompleteDistDir() throws {
+    func killedRebuildLeavesACompleteDistDir() async throws {
         let fixture = try MountFixture()
-        try fixture.buildTestBundle()
+        try await fixture.buildTestBundle()
         let started = ContinuousClock.now
-        let full = try fixture.odrfs(["build", fixture.source, "-o", fixture.dist])
+        let full = try await fixture.odrfs(["build", fixture.source, "-o", fixture.dist])
         try #require(full.status == 0, "\(full.stderr)")
         let buildTime = ContinuousClock.now - started
         let microseconds = max(1_000, Int(buildTime.components.seconds) * 1_000_000 + Int(buildTime.components.attoseconds / 1_000_000_000_000))
@@ -24,11 +24,11 @@ struct BuildKillTests {
             usleep(UInt32(Int.random(in: 0...(microseconds * 6 / 5))))
             if child.isRunning { killedMidway += 1 }
             kill(child.pid, SIGKILL)
-            #expect(child.wait(timeout: .seconds(10)))
+            #expect(await child.wait(timeout: .seconds(10)))
             try Self.expectComplete(fixture.dist, attempt: attempt)
         }
         #expect(killedMidway > 0, "no build was killed before it finished (a build takes \(buildTime))")
-        let last = try fixture.odrfs(["build", fixture.source, "-o", fixture.dist])
+        let last = try await fixture.odrfs(["build", fixture.source, "-o", fixture.dist])
         #expect(last.status == 0, "\(last.stderr)")
         try Self.expectComplete(fixture.dist, attempt: -1)
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: fixture.root).filter { $0.hasPrefix(".dist.") }

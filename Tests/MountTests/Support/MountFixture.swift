@@ -36,28 +36,28 @@ final class MountFixture {
     }
 
     /// Writes the standard test bundle and builds it into `dist`.
-    func buildTestBundle() throws {
+    func buildTestBundle() async throws {
         try TestBundle.write(to: source)
-        let result = try odrfs(["build", source, "-o", dist])
+        let result = try await odrfs(["build", source, "-o", dist])
         #expect(result.status == 0, "odrfs build failed: \(result.stderr)")
     }
 
     /// Runs the `odrfs` binary.
-    func odrfs(_ arguments: [String], timeout: Duration = .seconds(60)) throws -> CommandResult {
-        try Command.run(Self.binary, arguments, timeout: timeout)
+    func odrfs(_ arguments: [String], timeout: Duration = .seconds(60)) async throws -> CommandResult {
+        try await Command.run(Self.binary, arguments, timeout: timeout)
     }
 
     /// Mounts `dist` (or another origin, e.g. a URL) daemonized, and expects success.
-    func mount(at mountpoint: String? = nil, origin: String? = nil, extra: [String] = []) throws {
+    func mount(at mountpoint: String? = nil, origin: String? = nil, extra: [String] = []) async throws {
         let target = mountpoint ?? self.mountpoint
-        let result = try odrfs(["mount", origin ?? dist, target, "--cache", cache] + extra)
+        let result = try await odrfs(["mount", origin ?? dist, target, "--cache", cache] + extra)
         try #require(result.status == 0, "odrfs mount failed: \(result.stderr)\n\(log)")
         mountedAt.append(target)
     }
 
-    func unmount(_ mountpoint: String? = nil) throws -> CommandResult {
+    func unmount(_ mountpoint: String? = nil) async throws -> CommandResult {
         let target = mountpoint ?? self.mountpoint
-        let result = try odrfs(["unmount", target])
+        let result = try await odrfs(["unmount", target])
         if result.status == 0 { mountedAt.removeAll { $0 == target } }
         return result
     }
@@ -111,15 +111,21 @@ final class MountFixture {
         (try? String(contentsOfFile: cache + "/odrfs.log", encoding: .utf8)) ?? "(no log)"
     }
 
+    // The one synchronous fallback of the mount tests: a deinit cannot `await`, and the
+    // cleanup must be done before the test ends (or the last test's mount would outlive
+    // the runner), so it blocks its thread. That is safe here: the daemon is another
+    // process, so nothing it needs runs on this process's cooperative pool.
     deinit {
         for target in mountedAt {
             let pid = daemonPID(target)
-            _ = try? Command.run("/usr/bin/fusermount3", ["-u", "-z", target], timeout: .seconds(10))
+            _ = try? Command.runBlocking("/usr/bin/fusermount3", ["-u", "-z", target], timeout: .seconds(10))
             if let pid {
                 kill(pid, SIGTERM)
-                if !eventually(timeout: .seconds(5), { kill(pid, 0) != 0 }) { kill(pid, SIGKILL) }
+                let deadline = ContinuousClock.now + .seconds(5)
+                while kill(pid, 0) == 0, ContinuousClock.now < deadline { usleep(10_000) }
+                if kill(pid, 0) == 0 { kill(pid, SIGKILL) }
             }
         }
-        _ = try? Command.run("/bin/rm", ["-rf", root], timeout: .seconds(30))
+        _ = try? Command.runBlocking("/bin/rm", ["-rf", root], timeout: .seconds(30))
     }
 }
