@@ -1,0 +1,93 @@
+import Foundation
+import ODRFSControl
+import Synchronization
+import TestSupport
+import Testing
+
+/// Issue 11's storm test: for 30 s, 1,000 control connections held open (some asking
+/// `status`), 64 concurrent readers over 16 packs checking every byte, and a purge of
+/// every tag every 10 ms on a cache budget of a few packs. Nothing may hang, every read
+/// must be correct, and the daemon's threads, descriptors and memory must not grow.
+/// Run it alone with `swift test --filter Storm`.
+@Suite("Storm", .serialized, .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
+struct StormTests {
+    static let tags = 16
+    static let filesPerTag = 4
+    static let connections = 1_000
+    static let readers = 64
+    static let duration = Duration.seconds(30)
+    static let warmUp = Duration.seconds(5)
+
+    /// Relative path → contents: four files of 8–100 KB per tag, each tag its own pack.
+    static let files: [String: [UInt8]] = {
+        var files: [String: [UInt8]] = [:]
+        for tag in 0..<tags {
+            for file in 0..<filesPerTag {
+                let size = 8_000 + (tag * 7 + file * 13) % 23 * 4_000
+                files["t\(tag)/f\(file).bin"] = TestBundle.pseudoRandom(size, seed: UInt64(tag * 100 + file + 1))
+            }
+        }
+        return files
+    }()
+
+    @Test("storm: 1,000 control connections, 64 readers over 16 packs, a purge every 10 ms for 30 s")
+    func storm() async throws {
+        let fixture = try MountFixture()
+        for (path, bytes) in Self.files {
+            let full = fixture.source + "/" + path
+            try FileManager.default.createDirectory(atPath: (full as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try Data(bytes).write(to: URL(fileURLWithPath: full))
+        }
+        try "README\n".write(toFile: fixture.source + "/README.txt", atomically: true, encoding: .utf8)
+        var spec = "tags:\n"
+        for tag in 0..<Self.tags { spec += "  T\(tag): [\"t\(tag)/**\"]\n" }
+        try spec.write(toFile: fixture.source + "/odr.yaml", atomically: true, encoding: .utf8)
+        let build = try await fixture.odrfs(["build", fixture.source, "-o", fixture.dist])
+        try #require(build.status == 0, "\(build.stderr)")
+        let packBytes = try fixture.manifest.packs.map(\.bytes.value).max() ?? 0
+        // A budget of about three packs: the readers' downloads evict each other besides the purges.
+        try await fixture.mount(extra: ["--cache-size", String(3 * packBytes)])
+        let pid = try #require(fixture.daemonPID(), "no daemon pid")
+        let socketPath = RuntimeDirectory(clientOfMountpoint: fixture.mountpoint).controlSocket
+
+        let storm = Storm(mountpoint: fixture.mountpoint, files: Self.files)
+        let lines = await onDedicatedThread(name: "storm-connect") {
+            (0..<Self.connections).compactMap { _ in ControlLine.connect(to: socketPath) }
+        }
+        defer { lines.forEach { $0.close() } }
+        try #require(lines.count == Self.connections, "only \(lines.count) control connections opened")
+        // Every tenth connection asks for the status once: each is really served.
+        let firstAnswers = await onDedicatedThread(name: "storm-status") {
+            stride(from: 0, to: lines.count, by: 10).filter { index in
+                lines[index].send(#"{"v":1,"id":1,"op":"status"}"#)
+                    && lines[index].readLine(timeout: .seconds(20))?.contains(#""ok":true"#) == true
+            }.count
+        }
+        #expect(firstAnswers == Self.connections / 10, "status on the held connections: \(firstAnswers) answers")
+
+        let started = ContinuousClock.now
+        storm.start(readers: Self.readers, purgeLine: lines[1], statusLines: stride(from: 2, to: lines.count, by: 50).map { lines[$0] })
+        try? await Task.sleep(until: started + Self.warmUp)
+        let warm = try #require(ProcessSample(pid), "the daemon died during the warm-up")
+        try? await Task.sleep(until: started + Self.duration)
+        let end = ProcessSample(pid)
+        storm.stop()
+        let finished = await eventually(timeout: .seconds(30)) { storm.finishedWorkers == storm.workerCount }
+        #expect(finished, "\(storm.workerCount - storm.finishedWorkers) storm workers hung (a read, a purge or a status never answered)")
+
+        let stats = storm.stats.withLock { $0 }
+        print("storm: \(stats.reads) reads (\(stats.bytes) bytes), \(stats.purges) purges, \(stats.statuses) status replies in \(ContinuousClock.now - started)")
+        print("storm: daemon after warm-up: \(warm)")
+        print("storm: daemon at the end:    \(end.map(String.init(describing:)) ?? "gone")")
+        #expect(stats.failures.isEmpty, "\(stats.failures.count) failures, first: \(stats.failures.prefix(5))")
+        #expect(stats.reads > Self.readers, "the readers made no progress")
+        #expect(stats.purges > 100, "only \(stats.purges) purges answered")
+        #expect(stats.statuses > 10, "only \(stats.statuses) status replies")
+        let last = try #require(end, "the daemon died during the storm")
+        #expect(last.threads <= warm.threads + 4, "threads grew: \(warm) → \(last)")
+        #expect(last.descriptors <= warm.descriptors + 16, "descriptors grew: \(warm) → \(last)")
+        #expect(last.residentKiB <= warm.residentKiB * 3 / 2 + 32 * 1024, "memory grew: \(warm) → \(last)")
+        #expect(kill(pid, 0) == 0, "the daemon is gone")
+        #expect(try await fixture.unmount().status == 0)
+    }
+}
