@@ -83,6 +83,10 @@ struct StormTests {
         #expect(stats.reads > Self.readers, "the readers made no progress")
         #expect(stats.purges > 100, "only \(stats.purges) purges answered")
         #expect(stats.statuses > 10, "only \(stats.statuses) status replies")
+        // The purges and the budget really evicted: packs were fetched again and again.
+        let fetches = try fixture.status().values.compactMap { $0.count > 5 ? Int($0[5]) : nil }.reduce(0, +)
+        print("storm: \(fetches) pack fetches for \(Self.tags) packs")
+        #expect(fetches > 4 * Self.tags, "only \(fetches) fetches: nothing was evicted")
         let last = try #require(end, "the daemon died during the storm")
         #expect(last.threads <= warm.threads + 4, "threads grew: \(warm) → \(last)")
         #expect(last.descriptors <= warm.descriptors + 16, "descriptors grew: \(warm) → \(last)")
