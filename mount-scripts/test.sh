@@ -6,6 +6,4 @@ cd "$(dirname "$0")/.."
 [[ -d /opt/swift/usr/bin && ":$PATH:" != *":/opt/swift/usr/bin:"* ]] && export PATH="/opt/swift/usr/bin:$PATH"
 mount-scripts/setup.sh
 swift build
-# --no-parallel: mount tests block threads while real tools run; in parallel on two
-# cores they starve the cooperative pool that deferred FUSE replies run on.
-swift test --no-parallel "$@"
+swift test "$@"
