@@ -18,6 +18,14 @@ public final class ChildProcess: @unchecked Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, stdout ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_addopen(&actions, 2, stderr ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        // Nothing else is inherited. With tests running in parallel, any descriptor another
+        // test holds without O_CLOEXEC (a pipe end, a socket, a FUSE device) would otherwise
+        // leak into this child — a mount daemon would keep it open for its whole life, so a
+        // peer would never see EOF and the daemon's descriptor count would depend on what
+        // else ran at the moment it was spawned.
+        if let closeFrom = Self.addCloseFrom {
+            _ = closeFrom(&actions, 3)
+        }
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -40,6 +48,13 @@ public final class ChildProcess: @unchecked Sendable {
         guard result == 0 else { throw POSIXError(POSIXErrorCode(rawValue: result) ?? .EIO) }
         self.pid = pid
     }
+
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34+), which the Glibc module
+    /// does not import; looked up once. Nil on an older libc: then descriptors leak as before.
+    private static let addCloseFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
+        guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+    }()
 
     /// Whether the child is still running (reaping it if it has exited). Never blocks.
     public var isRunning: Bool {
