@@ -1,9 +1,10 @@
 @testable import FUSEKit
 import Foundation
 import Testing
+import TestSupport
 
 /// Deferred replies, interrupts, dropped requests and teardown on a real mount.
-@Suite(.serialized, .enabled(if: MountEnvironment.hasFuseDevice, "/dev/fuse is missing: mount tests skipped"), .timeLimit(.minutes(1)))
+@Suite(.serialized, .timingSensitive, .enabled(if: MountEnvironment.hasFuseDevice, "/dev/fuse is missing: mount tests skipped"), .timeLimit(.minutes(1)))
 struct AsyncReplyTests {
     @Test func deferredOpenDoesNotBlockOtherRequests() async throws {
         try await withTestMount { mount in

@@ -1,11 +1,12 @@
 import FUSEKit
 import Foundation
 import Testing
+import TestSupport
 
 /// Real mounts of `TestFileSystem`, checked with ordinary tools.
 /// Serialized: each test mounts its own temp dir, but one at a time keeps
 /// timing assertions meaningful on two cores.
-@Suite(.serialized, .enabled(if: MountEnvironment.hasFuseDevice, "/dev/fuse is missing: mount tests skipped"), .timeLimit(.minutes(1)))
+@Suite(.serialized, .timingSensitive, .enabled(if: MountEnvironment.hasFuseDevice, "/dev/fuse is missing: mount tests skipped"), .timeLimit(.minutes(1)))
 struct MountTests {
     @Test func statShowsSizesModesAndTypes() async throws {
         try await withTestMount { mount in

@@ -7,7 +7,7 @@ import Testing
 /// stops answering (an ODRFS mount over an HTTP origin that stalls mid-body), with eight
 /// downloads stuck in `open(2)` on it. Everything that does not need those packs must go on
 /// answering at once; the stuck downloads fail after `--fetch-timeout`; then the mount works.
-@Suite("Mount stalls", .serialized, .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
+@Suite("Mount stalls", .serialized, .timingSensitive, .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
 struct MountStallTests {
     static let levels = 1...8
     static let levelBytes = 300_000

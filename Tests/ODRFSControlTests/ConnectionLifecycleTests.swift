@@ -2,9 +2,10 @@ import ControlTestSupport
 import Foundation
 import ODRFSControl
 import Testing
+import TestSupport
 
 /// How connections live and end on the event-loop server.
-@Suite(.timeLimit(.minutes(1))) struct ConnectionLifecycleTests {
+@Suite(.timingSensitive, .timeLimit(.minutes(1))) struct ConnectionLifecycleTests {
     @Test func stopClosesEveryConnectionAndReleasesItsRetains() async throws {
         let service = FakeControlService(stepDelay: .milliseconds(500))
         let fixture = try ControlFixture(service: service)

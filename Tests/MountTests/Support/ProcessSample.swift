@@ -5,10 +5,15 @@ import Foundation
 struct ProcessSample: CustomStringConvertible {
     var threads: Int
     var descriptors: Int
+    /// Descriptors of files under one of `filesUnder` (e.g. the cache's pack files, one per
+    /// open reader or download): they come and go with the load, unlike the rest.
+    var fileDescriptors: Int
     var residentKiB: Int
+    /// Descriptors other than `fileDescriptors`: sockets, pipes, the FUSE device, the index.
+    var otherDescriptors: Int { descriptors - fileDescriptors }
 
     /// Samples `pid`; nil if it is gone.
-    init?(_ pid: pid_t) {
+    init?(_ pid: pid_t, filesUnder prefixes: [String]) {
         let manager = FileManager.default
         guard let tasks = try? manager.contentsOfDirectory(atPath: "/proc/\(pid)/task"),
               let descriptors = try? manager.contentsOfDirectory(atPath: "/proc/\(pid)/fd"),
@@ -18,8 +23,12 @@ struct ProcessSample: CustomStringConvertible {
         else { return nil }
         threads = tasks.count
         self.descriptors = descriptors.count
+        fileDescriptors = descriptors.filter { name in
+            guard let target = try? manager.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(name)") else { return false }
+            return prefixes.contains { target.hasPrefix($0) }
+        }.count
         residentKiB = kib
     }
 
-    var description: String { "threads \(threads), fds \(descriptors), RSS \(residentKiB / 1024) MiB (\(residentKiB) KiB)" }
+    var description: String { "threads \(threads), fds \(descriptors) (\(fileDescriptors) of cache files), RSS \(residentKiB / 1024) MiB (\(residentKiB) KiB)" }
 }

@@ -1,0 +1,94 @@
+import Testing
+
+/// Keeps a test that saturates the machine on purpose (the storm test: dozens of busy
+/// threads for half a minute) apart from the tests whose assertions measure latency
+/// (a reply within 0.5 s, a control reply within 5 s): on two cores those would fail
+/// for the load, not for a defect. Everything else runs in parallel with both.
+///
+/// `.timingSensitive` tests share the lock among themselves; `.saturatesTheMachine` takes
+/// it alone, once no timing-sensitive test runs. Waiting suspends the task (an actor and
+/// continuations), so no thread of the cooperative pool is ever blocked.
+public struct LoadIsolation: TestTrait, SuiteTrait, TestScoping {
+    enum Mode: Sendable { case shared, exclusive }
+    let mode: Mode
+
+    /// Applied to a suite, it applies to each of its tests (not the suite as a whole).
+    public var isRecursive: Bool { true }
+
+    public func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
+        switch mode {
+        case .shared: await LoadLock.shared.lockShared()
+        case .exclusive: await LoadLock.shared.lockExclusive()
+        }
+        do {
+            try await function()
+        } catch {
+            await unlock()
+            throw error
+        }
+        await unlock()
+    }
+
+    private func unlock() async {
+        switch mode {
+        case .shared: await LoadLock.shared.unlockShared()
+        case .exclusive: await LoadLock.shared.unlockExclusive()
+        }
+    }
+}
+
+extension Trait where Self == LoadIsolation {
+    /// The test asserts latencies: it never runs while a machine-saturating test does.
+    public static var timingSensitive: Self { LoadIsolation(mode: .shared) }
+    /// The test loads the machine on purpose: it runs while no timing-sensitive test does.
+    public static var saturatesTheMachine: Self { LoadIsolation(mode: .exclusive) }
+}
+
+/// A readers-writer lock for tasks. Readers are preferred: a waiting writer (the storm)
+/// runs once no reader is left, so no timing-sensitive test ever waits behind it for
+/// long — the writer, which has the longer time limit, does the waiting.
+actor LoadLock {
+    static let shared = LoadLock()
+    private var readers = 0
+    private var writing = false
+    private var waitingReaders: [CheckedContinuation<Void, Never>] = []
+    private var waitingWriters: [CheckedContinuation<Void, Never>] = []
+
+    func lockShared() async {
+        guard writing else {
+            readers += 1
+            return
+        }
+        // Counted as a reader by the writer's unlock, which resumes it.
+        await withCheckedContinuation { waitingReaders.append($0) }
+    }
+
+    func unlockShared() {
+        readers -= 1
+        if readers == 0, !waitingWriters.isEmpty {
+            writing = true
+            waitingWriters.removeFirst().resume()
+        }
+    }
+
+    func lockExclusive() async {
+        guard writing || readers > 0 else {
+            writing = true
+            return
+        }
+        // Marked as writing by whoever resumes it.
+        await withCheckedContinuation { waitingWriters.append($0) }
+    }
+
+    func unlockExclusive() {
+        writing = false
+        if !waitingReaders.isEmpty {
+            readers += waitingReaders.count
+            waitingReaders.forEach { $0.resume() }
+            waitingReaders = []
+        } else if !waitingWriters.isEmpty {
+            writing = true
+            waitingWriters.removeFirst().resume()
+        }
+    }
+}
