@@ -64,11 +64,7 @@ final class MountFixture {
 
     /// The mount daemon's PID, from its runtime directory.
     func daemonPID(_ mountpoint: String? = nil) -> pid_t? {
-        let target = realpath(mountpoint ?? self.mountpoint, nil).map { pointer in
-            defer { free(pointer) }
-            return String(cString: pointer)
-        } ?? (mountpoint ?? self.mountpoint)
-        return RuntimeDirectory(mountpoint: target).daemonPID()
+        RuntimeDirectory(mountpoint: Self.resolvedWithoutEnteringMount(mountpoint ?? self.mountpoint)).daemonPID()
     }
 
     var manifest: Manifest {
@@ -111,21 +107,43 @@ final class MountFixture {
         (try? String(contentsOfFile: cache + "/odrfs.log", encoding: .utf8)) ?? "(no log)"
     }
 
-    // The one synchronous fallback of the mount tests: a deinit cannot `await`, and the
-    // cleanup must be done before the test ends (or the last test's mount would outlive
-    // the runner), so it blocks its thread. That is safe here: the daemon is another
-    // process, so nothing it needs runs on this process's cooperative pool.
+    // A deinit cannot `await`, and it runs on a thread of the cooperative pool, so it
+    // must not wait there: sampling a parallel run showed both pool threads asleep in
+    // this cleanup (daemon exit, rm -rf) while every async test stalled. So the part the
+    // next tests depend on is immediate — the mount is detached with umount2(MNT_DETACH),
+    // a syscall that does not wait for the filesystem, and the daemon gets SIGTERM — and
+    // the waiting (SIGKILL after 5 s, rm -rf) is done by a dedicated thread. Only if
+    // umount2 is refused (not root) does it fall back to a bounded, blocking fusermount3.
     deinit {
+        var daemons: [pid_t] = []
         for target in mountedAt {
             let pid = daemonPID(target)
-            _ = try? Command.runBlocking("/usr/bin/fusermount3", ["-u", "-z", target], timeout: .seconds(10))
+            if umount2(target, Int32(MNT_DETACH)) != 0 {
+                _ = try? Command.runBlocking("/usr/bin/fusermount3", ["-u", "-z", target], timeout: .seconds(10))
+            }
             if let pid {
                 kill(pid, SIGTERM)
-                let deadline = ContinuousClock.now + .seconds(5)
-                while kill(pid, 0) == 0, ContinuousClock.now < deadline { usleep(10_000) }
-                if kill(pid, 0) == 0 { kill(pid, SIGKILL) }
+                daemons.append(pid)
             }
         }
-        _ = try? Command.runBlocking("/bin/rm", ["-rf", root], timeout: .seconds(30))
+        let root = root
+        let signalled = daemons
+        let thread = Thread {
+            let deadline = ContinuousClock.now + .seconds(5)
+            while signalled.contains(where: { kill($0, 0) == 0 }), ContinuousClock.now < deadline { usleep(10_000) }
+            for pid in signalled where kill(pid, 0) == 0 { kill(pid, SIGKILL) }
+            try? FileManager.default.removeItem(atPath: root)
+        }
+        thread.name = "mount-fixture-cleanup"
+        thread.start()
+    }
+
+    /// The absolute, symlink-free form of a mountpoint, resolving only its parent: a
+    /// `realpath` of the mountpoint itself would ask the (perhaps hung) daemon.
+    static func resolvedWithoutEnteringMount(_ path: String) -> String {
+        let parent = (path as NSString).deletingLastPathComponent
+        guard let resolved = realpath(parent, nil) else { return path }
+        defer { free(resolved) }
+        return String(cString: resolved) + "/" + (path as NSString).lastPathComponent
     }
 }
