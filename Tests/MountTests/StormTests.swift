@@ -81,12 +81,15 @@ struct StormTests {
         let quiet = ProcessSample(pid, filesUnder: cacheFiles)
 
         let stats = storm.stats.withLock { $0 }
-        print("storm: \(stats.reads) reads (\(stats.bytes) bytes), \(stats.purges) purges, \(stats.statuses) status replies in \(ContinuousClock.now - started)")
+        print("storm: \(stats.reads) reads (\(stats.bytes) bytes), \(stats.purges) purges, \(stats.statuses) status replies, \(stats.interrupted) interrupted opens in \(ContinuousClock.now - started)")
         print("storm: daemon after warm-up: \(warm)")
         print("storm: daemon at the end:    \(end.map(String.init(describing:)) ?? "gone")")
         print("storm: daemon when quiet:    \(quiet.map(String.init(describing:)) ?? "gone")")
         #expect(stats.failures.isEmpty, "\(stats.failures.count) failures, first: \(stats.failures.prefix(5))")
         #expect(stats.reads > Self.readers, "the readers made no progress")
+        // The readers block every signal, so nothing interrupts their opens: an EINTR
+        // here would be the daemon answering an interrupt no one sent.
+        #expect(stats.interrupted == 0, "\(stats.interrupted) opens failed with EINTR")
         #expect(stats.purges > 100, "only \(stats.purges) purges answered")
         #expect(stats.statuses > 10, "only \(stats.statuses) status replies")
         // The purges and the budget really evicted: packs were fetched again and again.
