@@ -21,7 +21,7 @@ struct BuildKillTests {
             // A new bundle version each time, so every build really replaces the output.
             try Data("version \(attempt)\n".utf8).write(to: URL(fileURLWithPath: fixture.source + "/README.txt"))
             let child = try ChildProcess(MountFixture.binary, ["build", fixture.source, "-o", fixture.dist])
-            usleep(UInt32(Int.random(in: 0...(microseconds * 6 / 5))))
+            await pause(.microseconds(Int.random(in: 0...(microseconds * 6 / 5))))
             if child.isRunning { killedMidway += 1 }
             kill(child.pid, SIGKILL)
             #expect(await child.wait(timeout: .seconds(10)))
