@@ -20,10 +20,23 @@ struct BuildKillTests {
         for attempt in 0..<16 {
             // A new bundle version each time, so every build really replaces the output.
             try Data("version \(attempt)\n".utf8).write(to: URL(fileURLWithPath: fixture.source + "/README.txt"))
-            let child = try ChildProcess(MountFixture.binary, ["build", fixture.source, "-o", fixture.dist])
-            await pause(.microseconds(Int.random(in: 0...(microseconds * 6 / 5))))
-            if child.isRunning { killedMidway += 1 }
-            kill(child.pid, SIGKILL)
+            // Started, timed and killed on a thread of its own: a task's sleep can wake late
+            // in a parallel run (past the end of the build), a thread's usleep does not.
+            let source = fixture.source, dist = fixture.dist
+            let delay = UInt32(clamping: Int.random(in: 0...(microseconds * 6 / 5)))
+            let started = await onDedicatedThread { () -> Result<(ChildProcess, Bool), POSIXError> in
+                do {
+                    let child = try ChildProcess(MountFixture.binary, ["build", source, "-o", dist])
+                    usleep(delay)
+                    let running = child.isRunning
+                    kill(child.pid, SIGKILL)
+                    return .success((child, running))
+                } catch {
+                    return .failure(error as? POSIXError ?? POSIXError(.EIO))
+                }
+            }
+            let (child, wasRunning) = try started.get()
+            if wasRunning { killedMidway += 1 }
             #expect(await child.wait(timeout: .seconds(10)))
             try Self.expectComplete(fixture.dist, attempt: attempt)
         }
