@@ -50,7 +50,7 @@ struct StormTests {
         try await fixture.mount(extra: ["--cache-size", String(3 * packBytes)])
         let pid = try #require(fixture.daemonPID(), "no daemon pid")
         let socketPath = RuntimeDirectory(clientOfMountpoint: fixture.mountpoint).controlSocket
-        let cacheFiles = [fixture.cache + "/packs/", fixture.cache + "/tmp/", fixture.cache + "/trash/"]
+        let loadFiles = [fixture.cache + "/packs/", fixture.cache + "/tmp/", fixture.cache + "/trash/", fixture.dist + "/"]
 
         let storm = Storm(mountpoint: fixture.mountpoint, files: Self.files)
         let lines = await onDedicatedThread(name: "storm-connect") {
@@ -70,21 +70,22 @@ struct StormTests {
         let started = ContinuousClock.now
         storm.start(readers: Self.readers, purgeLine: lines[1], statusLines: stride(from: 2, to: lines.count, by: 50).map { lines[$0] })
         try? await Task.sleep(until: started + Self.warmUp)
-        let warm = try #require(ProcessSample(pid, filesUnder: cacheFiles), "the daemon died during the warm-up")
+        let warm = try #require(ProcessSample(pid, loadFiles: loadFiles), "the daemon died during the warm-up")
         try? await Task.sleep(until: started + Self.duration)
-        let end = ProcessSample(pid, filesUnder: cacheFiles)
+        let end = ProcessSample(pid, loadFiles: loadFiles)
         storm.stop()
         let finished = await eventually(timeout: .seconds(30)) { storm.finishedWorkers == storm.workerCount }
         #expect(finished, "\(storm.workerCount - storm.finishedWorkers) storm workers hung (a read, a purge or a status never answered)")
         // Quiet again (the control connections still open): what the load held is released.
         try? await Task.sleep(for: .seconds(1))
-        let quiet = ProcessSample(pid, filesUnder: cacheFiles)
+        let quiet = ProcessSample(pid, loadFiles: loadFiles)
 
         let stats = storm.stats.withLock { $0 }
         print("storm: \(stats.reads) reads (\(stats.bytes) bytes), \(stats.purges) purges, \(stats.statuses) status replies, \(stats.interrupted) interrupted opens in \(ContinuousClock.now - started)")
         print("storm: daemon after warm-up: \(warm)")
         print("storm: daemon at the end:    \(end.map(String.init(describing:)) ?? "gone")")
         print("storm: daemon when quiet:    \(quiet.map(String.init(describing:)) ?? "gone")")
+        print("storm: descriptors by kind: warm-up \(warm.kinds), end \(end?.kinds ?? [:])")
         #expect(stats.failures.isEmpty, "\(stats.failures.count) failures, first: \(stats.failures.prefix(5))")
         #expect(stats.reads > Self.readers, "the readers made no progress")
         // The readers block every signal, so nothing interrupts their opens: an EINTR
@@ -99,14 +100,14 @@ struct StormTests {
         let last = try #require(end, "the daemon died during the storm")
         let rest = try #require(quiet, "the daemon died after the storm")
         #expect(last.threads <= warm.threads + 4, "threads grew: \(warm) → \(last)")
-        // Cache-file descriptors follow the load (one per open reader, one or two per
-        // download); all the others (the 1,000 connections among them) must stay put.
-        #expect(last.otherDescriptors <= warm.otherDescriptors + 16, "descriptors grew: \(warm) → \(last)")
-        #expect(last.fileDescriptors <= 2 * Self.readers + 2 * Self.tags, "cache-file descriptors beyond the load: \(last)")
+        // Pack, download and origin files follow the load (one per open reader, two or
+        // three per download); all the others (the 1,000 connections among them) stay put.
+        #expect(last.otherDescriptors <= warm.otherDescriptors + 16, "descriptors grew: \(warm.kinds) → \(last.kinds)")
+        #expect(last.loadDescriptors <= 2 * Self.readers + 3 * Self.tags, "pack/download/origin descriptors beyond the load: \(last.kinds)")
         #expect(last.residentKiB <= warm.residentKiB * 3 / 2 + 32 * 1024, "memory grew: \(warm) → \(last)")
         #expect(rest.threads <= warm.threads + 4, "threads grew: \(warm) → quiet \(rest)")
-        #expect(rest.otherDescriptors <= warm.otherDescriptors + 16, "descriptors grew: \(warm) → quiet \(rest)")
-        #expect(rest.fileDescriptors <= 2, "cache files still open with no reader left: \(rest)")
+        #expect(rest.otherDescriptors <= warm.otherDescriptors + 16, "descriptors grew: \(warm.kinds) → quiet \(rest.kinds)")
+        #expect(rest.loadDescriptors <= 2, "pack/download/origin files still open with no reader left: \(rest.kinds)")
         #expect(kill(pid, 0) == 0, "the daemon is gone")
         #expect(try await fixture.unmount().status == 0)
     }

@@ -5,15 +5,19 @@ import Foundation
 struct ProcessSample: CustomStringConvertible {
     var threads: Int
     var descriptors: Int
-    /// Descriptors of files under one of `filesUnder` (e.g. the cache's pack files, one per
-    /// open reader or download): they come and go with the load, unlike the rest.
-    var fileDescriptors: Int
+    /// Descriptors of files under one of `loadFiles` (the cache's pack and download files,
+    /// the origin's pack files: one or two per open reader or download in flight): they
+    /// come and go with the load, unlike the rest.
+    var loadDescriptors: Int
     var residentKiB: Int
-    /// Descriptors other than `fileDescriptors`: sockets, pipes, the FUSE device, the index.
-    var otherDescriptors: Int { descriptors - fileDescriptors }
+    /// What the descriptors point to, by kind ("socket", "pipe", "anon_inode", a device,
+    /// a load prefix, or another file's directory), for the message when a check fails.
+    var kinds: [String: Int]
+    /// Descriptors other than `loadDescriptors`: sockets, pipes, the FUSE device, the index.
+    var otherDescriptors: Int { descriptors - loadDescriptors }
 
     /// Samples `pid`; nil if it is gone.
-    init?(_ pid: pid_t, filesUnder prefixes: [String]) {
+    init?(_ pid: pid_t, loadFiles prefixes: [String]) {
         let manager = FileManager.default
         guard let tasks = try? manager.contentsOfDirectory(atPath: "/proc/\(pid)/task"),
               let descriptors = try? manager.contentsOfDirectory(atPath: "/proc/\(pid)/fd"),
@@ -22,13 +26,33 @@ struct ProcessSample: CustomStringConvertible {
               let kib = line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.flatMap({ Int($0) })
         else { return nil }
         threads = tasks.count
-        self.descriptors = descriptors.count
-        fileDescriptors = descriptors.filter { name in
-            guard let target = try? manager.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(name)") else { return false }
-            return prefixes.contains { target.hasPrefix($0) }
-        }.count
         residentKiB = kib
+        var kinds: [String: Int] = [:]
+        var load = 0
+        var counted = 0
+        for name in descriptors {
+            // Under load descriptors close between the listing and this readlink: those
+            // are not counted at all (as "other", they once looked like 50 leaked ones).
+            guard let target = try? manager.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(name)") else {
+                kinds["closed while sampling", default: 0] += 1
+                continue
+            }
+            counted += 1
+            if let prefix = prefixes.first(where: { target.hasPrefix($0) }) {
+                load += 1
+                kinds[prefix, default: 0] += 1
+            } else if let colon = target.firstIndex(of: ":"), !target.hasPrefix("/") {
+                kinds[String(target[..<colon]), default: 0] += 1
+            } else {
+                kinds[target.hasPrefix("/dev/") ? target : (target as NSString).deletingLastPathComponent + "/", default: 0] += 1
+            }
+        }
+        self.descriptors = counted
+        loadDescriptors = load
+        self.kinds = kinds
     }
 
-    var description: String { "threads \(threads), fds \(descriptors) (\(fileDescriptors) of cache files), RSS \(residentKiB / 1024) MiB (\(residentKiB) KiB)" }
+    var description: String {
+        "threads \(threads), fds \(descriptors) (\(loadDescriptors) of pack/download/origin files), RSS \(residentKiB / 1024) MiB (\(residentKiB) KiB)"
+    }
 }
