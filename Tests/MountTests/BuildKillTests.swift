@@ -5,7 +5,7 @@ import Testing
 
 /// `odrfs build` killed at any instant of a rebuild leaves a complete dist dir at the output
 /// path, and the next build removes what the killed one left beside it (issue 12, defect 10).
-@Suite("odrfs build killed mid-way", .serialized, .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
+@Suite("odrfs build killed mid-way", .serialized, .timingSensitive, .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
 struct BuildKillTests {
     @Test("a rebuild killed at any instant leaves a complete dist dir, and the next build cleans up")
     func killedRebuildLeavesACompleteDistDir() async throws {

@@ -5,7 +5,7 @@ import Testing
 /// A dist dir whose index names a pack the manifest does not have, with every hash fixed up
 /// so that the mutation reaches the parsers (issue 12, defect 3): the mount must refuse it,
 /// where it used to mount and then die on the first open of that file.
-@Suite("Hostile dist dirs", .serialized, .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
+@Suite("Hostile dist dirs", .serialized, .timingSensitive, .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
 struct HostileDistTests {
     /// Offsets from FileIndexLayout: header packCount, record size and a record's pack field.
     static let headerPackCount = 20, recordsStart = 64, recordSize = 64, recordPack = 44

@@ -4,7 +4,7 @@ import ODRFSCore
 import Testing
 
 /// Real mounts of the test bundle, driven through the `odrfs` binary and real tools.
-@Suite("Mount", .serialized, .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
+@Suite("Mount", .serialized, .timingSensitive, .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
 struct MountBasicsTests {
     @Test("find lists every file with the source's sizes, modes and mtimes, and fetches nothing")
     func metadataWithoutFetching() async throws {

@@ -5,7 +5,7 @@ import Testing
 
 /// The cache under a real mount: budget and eviction order, retains under pressure,
 /// persistence across remounts, and a bounded stress run.
-@Suite("Mount cache", .serialized, .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
+@Suite("Mount cache", .serialized, .timingSensitive, .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
 struct MountCacheTests {
     static let packBytes = 100_000
 

@@ -5,7 +5,7 @@ import TestSupport
 import Testing
 
 /// The control plane against a real mount: the CLI commands and the Swift client library.
-@Suite("Mount control plane", .serialized, .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
+@Suite("Mount control plane", .serialized, .timingSensitive, .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
 struct MountControlTests {
     @Test("request fetches every pack of a tag, the shared one included; --conditional fetches nothing and exits 3")
     func requestAndConditional() async throws {

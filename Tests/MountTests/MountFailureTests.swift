@@ -3,7 +3,7 @@ import ODRFSCore
 import Testing
 
 /// What users must never see go wrong: writes, corrupt packs, failed mounts, busy unmounts.
-@Suite("Mount failures", .serialized, .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
+@Suite("Mount failures", .serialized, .timingSensitive, .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
 struct MountFailureTests {
     @Test("every mutating operation fails with EROFS")
     func readOnly() async throws {

@@ -5,7 +5,7 @@ import Testing
 
 /// Mounts over HTTP: nginx (a server no one here wrote) and `odrfs serve`, with the
 /// origins' access logs as the witness of what was fetched.
-@Suite("Mount over HTTP", .serialized, .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
+@Suite("Mount over HTTP", .serialized, .timingSensitive, .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
 struct MountHTTPTests {
     func packFile(_ fixture: MountFixture, _ id: String) throws -> String {
         "/" + (try #require(try fixture.manifest.packs.first { $0.id.rawValue == id })).file

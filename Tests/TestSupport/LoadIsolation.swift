@@ -2,8 +2,10 @@ import Testing
 
 /// Keeps a test that saturates the machine on purpose (the storm test: dozens of busy
 /// threads for half a minute) apart from the tests whose assertions measure latency
-/// (a reply within 0.5 s, a control reply within 5 s): on two cores those would fail
-/// for the load, not for a defect. Everything else runs in parallel with both.
+/// (a reply within 0.5 s, a control reply within 5 s) or wait for a real mount with a
+/// bounded `eventually` (one such wait, for a download to start, once ran out under the
+/// storm): on two cores those would fail for the load, not for a defect. Everything else
+/// runs in parallel with both.
 ///
 /// `.timingSensitive` tests share the lock among themselves; `.saturatesTheMachine` takes
 /// it alone, once no timing-sensitive test runs. Waiting suspends the task (an actor and
