@@ -4,7 +4,7 @@ import Testing
 
 /// Keeps `Benchmarks/run.sh` from rotting: the whole benchmark on its tiny dataset,
 /// against the odrfs binary this test run built (no release build, no timing asserted).
-@Suite(.serialized, .timingSensitive, .enabled(if: FUSEAvailability.shouldRun))
+@Suite(.serialized, .disturbsTheMachine, .enabled(if: FUSEAvailability.shouldRun))
 struct BenchmarkSmokeTests {
     /// The repository root, from this file's path (Tests/MountTests/<this file>).
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path

@@ -10,7 +10,7 @@ import Testing
 /// must be correct, and the daemon's threads, descriptors and memory must not grow.
 /// Run it alone with `swift test --filter Storm`. In the whole suite it waits until no
 /// `.timingSensitive` test runs (it saturates two cores on purpose), hence its longer limit.
-@Suite("Storm", .serialized, .saturatesTheMachine, .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(5)))
+@Suite("Storm", .serialized, .disturbsTheMachine, .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(5)))
 struct StormTests {
     static let tags = 16
     static let filesPerTag = 4
