@@ -2,11 +2,11 @@ import Testing
 
 /// Keeps a test that disturbs the whole machine on purpose (the storm test: dozens of
 /// busy threads for half a minute; the benchmark smoke test, which drops the kernel's
-/// page and dentry caches and so the readdir cache another FUSE test checks) apart from the tests whose assertions measure latency
-/// (a reply within 0.5 s, a control reply within 5 s) or wait for a real mount with a
-/// bounded `eventually` (one such wait, for a download to start, once ran out under the
-/// storm): on two cores those would fail for the load, not for a defect. Everything else
-/// runs in parallel with both.
+/// page and dentry caches and so the readdir cache another FUSE test checks) apart from
+/// the tests whose assertions measure latency (a reply within 0.5 s, a control reply
+/// within 5 s) or wait for a real mount with a bounded `eventually` (one such wait, for
+/// a download to start, once ran out under the storm): on two cores those would fail
+/// for the load, not for a defect. Everything else runs in parallel with both.
 ///
 /// `.timingSensitive` tests share the lock among themselves; `.disturbsTheMachine` takes
 /// it alone, once no timing-sensitive test runs (and one at a time). Waiting suspends
