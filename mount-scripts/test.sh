@@ -6,9 +6,10 @@ cd "$(dirname "$0")/.."
 [[ -d /opt/swift/usr/bin && ":$PATH:" != *":/opt/swift/usr/bin:"* ]] && export PATH="/opt/swift/usr/bin:$PATH"
 mount-scripts/setup.sh
 swift build
-# --no-parallel: mount tests block threads while real tools run; in parallel on two
-# cores they starve the cooperative pool that deferred FUSE replies run on.
-swift test --no-parallel "$@"
+# In parallel: no test helper blocks the cooperative pool (waits are async; blocking
+# calls run on threads of their own), and suites that load or disturb the machine are
+# kept apart from timing-sensitive ones by the LoadIsolation trait.
+swift test "$@"
 # Then every fuzz target for a short fixed time (a whole run, not a filtered one).
 # ODRFS_FUZZ_SECONDS=0 skips it; mount-scripts/fuzz.sh runs it alone for longer.
 fuzz_seconds="${ODRFS_FUZZ_SECONDS:-10}"

@@ -1,25 +1,26 @@
 @testable import FUSEKit
 import Foundation
 import Testing
+import TestSupport
 
 /// Deferred replies, interrupts, dropped requests and teardown on a real mount.
-@Suite(.serialized, .enabled(if: MountEnvironment.hasFuseDevice, "/dev/fuse is missing: mount tests skipped"), .timeLimit(.minutes(1)))
+@Suite(.serialized, .timingSensitive, .enabled(if: MountEnvironment.hasFuseDevice, "/dev/fuse is missing: mount tests skipped"), .timeLimit(.minutes(1)))
 struct AsyncReplyTests {
-    @Test func deferredOpenDoesNotBlockOtherRequests() throws {
-        try withTestMount { mount in
+    @Test func deferredOpenDoesNotBlockOtherRequests() async throws {
+        try await withTestMount { mount in
             mount.fileSystem.events.withLock { $0.holdSlowOpen = true }
             let cat = try RunningTool("/usr/bin/cat", [mount.path("slow.txt")])
-            #expect(waitUntil(timeout: 5) { mount.fileSystem.events.withLock { $0.slowOpenArrived } })
+            #expect(await waitUntil(timeout: 5) { mount.fileSystem.events.withLock { $0.slowOpenArrived } })
             // The open is held unanswered, so this stat can only finish if nothing blocks on it.
             let started = Date()
-            let other = runTool("/usr/bin/stat", ["-c", "%s", mount.path("dir/nested.txt")])
+            let other = await runTool("/usr/bin/stat", ["-c", "%s", mount.path("dir/nested.txt")])
             let elapsed = Date().timeIntervalSince(started)
             #expect(other.stdout == "7\n")
             #expect(elapsed < 2, "stat took \(elapsed) s while an open was pending")
             #expect(mount.fileSystem.events.withLock { !$0.slowOpenAnswered })
             #expect(mount.session.pendingDeferredRequestCount == 1)
             mount.fileSystem.events.withLock { $0.holdSlowOpen = false }
-            let result = cat.wait(timeout: 10)
+            let result = await cat.wait(timeout: 10)
             #expect(result.succeeded, "\(result.stderr)")
             #expect(result.stdout == "slow but steady\n")
             #expect(mount.session.pendingDeferredRequestCount == 0)
@@ -27,61 +28,61 @@ struct AsyncReplyTests {
     }
 
     @Test(arguments: [SIGINT, SIGKILL])
-    func interruptReleasesAnOpenThatNeverCompletes(signal: Int32) throws {
-        try withTestMount { mount in
+    func interruptReleasesAnOpenThatNeverCompletes(signal: Int32) async throws {
+        try await withTestMount { mount in
             let cat = try RunningTool("/usr/bin/cat", [mount.path("hang.txt")])
-            #expect(waitUntil(timeout: 5) { mount.fileSystem.events.withLock { $0.hangOpenArrived } })
+            #expect(await waitUntil(timeout: 5) { mount.fileSystem.events.withLock { $0.hangOpenArrived } })
             cat.signal(signal)
-            let result = cat.wait(timeout: 5)
+            let result = await cat.wait(timeout: 5)
             #expect(!result.timedOut, "cat must exit once interrupted")
             #expect(mount.fileSystem.events.withLock { $0.interruptHandlerRan })
             #expect(mount.session.pendingDeferredRequestCount == 0)
         }
     }
 
-    @Test func droppedRequestsAnswerIOError() throws {
-        try withTestMount { mount in
-            let dropped = runTool("/usr/bin/cat", [mount.path("drop.txt")])
+    @Test func droppedRequestsAnswerIOError() async throws {
+        try await withTestMount { mount in
+            let dropped = await runTool("/usr/bin/cat", [mount.path("drop.txt")])
             #expect(dropped.stderr.contains("Input/output error"), "\(dropped.stderr)")
-            let lost = runTool("/usr/bin/cat", [mount.path("lost.txt")])
+            let lost = await runTool("/usr/bin/cat", [mount.path("lost.txt")])
             #expect(lost.stderr.contains("Input/output error"), "\(lost.stderr)")
         }
     }
 
-    @Test func teardownAnswersPendingDeferredRequests() throws {
+    @Test func teardownAnswersPendingDeferredRequests() async throws {
         let mount = try TestMount()
         let cat = try RunningTool("/usr/bin/cat", [mount.path("hang.txt")])
-        #expect(waitUntil(timeout: 5) { mount.fileSystem.events.withLock { $0.hangOpenArrived } })
+        #expect(await waitUntil(timeout: 5) { mount.fileSystem.events.withLock { $0.hangOpenArrived } })
         #expect(mount.session.pendingDeferredRequestCount == 1)
-        mount.stop()
-        let result = cat.wait(timeout: 5)
+        await mount.stop()
+        let result = await cat.wait(timeout: 5)
         #expect(!result.timedOut)
         #expect(result.status != 0)
         #expect(mount.session.isTornDown)
         #expect(mount.fileSystem.events.withLock { $0.destroyed })
     }
 
-    @Test func externalUnmountEndsTheLoop() throws {
+    @Test func externalUnmountEndsTheLoop() async throws {
         let mount = try TestMount()
-        #expect(runTool("/usr/bin/cat", [mount.path("hello.txt")]).stdout == "Hello, FUSE!\n")
-        let unmount = runTool("/usr/bin/fusermount3", ["-u", mount.directory])
+        #expect(await runTool("/usr/bin/cat", [mount.path("hello.txt")]).stdout == "Hello, FUSE!\n")
+        let unmount = await runTool("/usr/bin/fusermount3", ["-u", mount.directory])
         #expect(unmount.succeeded, "\(unmount.stderr)")
-        #expect(mount.waitForLoopEnd(timeout: 10), "run() must return after fusermount3 -u")
+        #expect(await mount.waitForLoopEnd(timeout: 10), "run() must return after fusermount3 -u")
         #expect(mount.session.isTornDown)
-        mount.stop()
+        await mount.stop()
     }
 
-    @Test func exitFlagAloneStopsTheLoop() throws {
+    @Test func exitFlagAloneStopsTheLoop() async throws {
         let mount = try TestMount()
         // What a SIGTERM handled on another thread does: only the flag is set.
         mount.session.exitLikeASignalHandler()
-        #expect(mount.waitForLoopEnd(timeout: 5), "the exit watcher must wake the loop")
+        #expect(await mount.waitForLoopEnd(timeout: 5), "the exit watcher must wake the loop")
         #expect(mount.session.isTornDown)
-        mount.stop()
+        await mount.stop()
     }
 
-    @Test func manyParallelReadersAllSucceed() throws {
-        try withTestMount { mount in
+    @Test func manyParallelReadersAllSucceed() async throws {
+        try await withTestMount { mount in
             let reference = mount.directory + ".reference"
             _ = FileManager.default.createFile(atPath: reference, contents: Data(TestMount.bigContents))
             defer { unlink(reference) }
@@ -93,13 +94,13 @@ struct AsyncReplyTests {
                 done
                 fail=0; for pid in $pids; do wait $pid || fail=1; done; exit $fail
                 """
-            let result = runTool("/bin/sh", ["-c", script], timeout: 30)
+            let result = await runTool("/bin/sh", ["-c", script], timeout: 30)
             #expect(result.succeeded, "\(result.stdout)\(result.stderr)")
             #expect(mount.session.pendingDeferredRequestCount == 0)
         }
     }
 
-    @Test func signalHandlersEndTheLoopAndAreRemovedAfterwards() throws {
+    @Test func signalHandlersEndTheLoopAndAreRemovedAfterwards() async throws {
         // A daemon started from a script may inherit SIGINT ignored; installSignalHandlers must still take it.
         var original = sigaction()
         sigaction(SIGINT, nil, &original)
@@ -124,22 +125,22 @@ struct AsyncReplyTests {
         }
         receiver.start()
         defer { done.value = true }
-        #expect(waitUntil(timeout: 5) { target.value != nil })
+        #expect(await waitUntil(timeout: 5) { target.value != nil })
         if let thread = target.value {
             pthread_kill(thread, SIGTERM)
         }
-        #expect(mount.waitForLoopEnd(timeout: 5), "SIGTERM must end run()")
+        #expect(await mount.waitForLoopEnd(timeout: 5), "SIGTERM must end run()")
         #expect(mount.session.isTornDown)
         var after = sigaction()
         sigaction(SIGTERM, nil, &after)
         #expect(after.__sigaction_handler.sa_handler == nil, "handlers removed at teardown (SIG_DFL)")
-        mount.stop()
+        await mount.stop()
     }
 
-    @Test func exitBeforeRunMakesRunReturnAtOnce() throws {
+    @Test func exitBeforeRunMakesRunReturnAtOnce() async throws {
         let mount = try TestMount(exitBeforeRun: true)
-        #expect(mount.waitForLoopEnd(timeout: 5))
+        #expect(await mount.waitForLoopEnd(timeout: 5))
         #expect(mount.session.isTornDown)
-        mount.stop()
+        await mount.stop()
     }
 }

@@ -33,11 +33,13 @@ final class RunningTool: @unchecked Sendable {
     }
 
     /// Waits up to `timeout` seconds; on timeout kills the tool (SIGKILL) and waits a little more.
-    func wait(timeout: Double) -> ToolResult {
+    /// Async (polled `waitpid`): the test's own mount may need the cooperative pool for
+    /// its deferred replies, so waiting must never block a pool thread.
+    func wait(timeout: Double) async -> ToolResult {
         var timedOut = false
-        if !child.wait(timeout: .milliseconds(Int(timeout * 1000))) {
+        if !(await child.wait(timeout: .milliseconds(Int(timeout * 1000)))) {
             timedOut = true
-            child.stop()
+            await child.terminate()
         }
         guard let status = child.terminationStatus else {
             return ToolResult(status: -1, stdout: "", stdoutData: Data(), stderr: "still running after SIGKILL", timedOut: true)
@@ -49,9 +51,9 @@ final class RunningTool: @unchecked Sendable {
 }
 
 /// Runs a tool to completion, never longer than `timeout` seconds.
-func runTool(_ executable: String, _ arguments: [String], timeout: Double = 10) -> ToolResult {
+func runTool(_ executable: String, _ arguments: [String], timeout: Double = 10) async -> ToolResult {
     do {
-        return try RunningTool(executable, arguments).wait(timeout: timeout)
+        return try await RunningTool(executable, arguments).wait(timeout: timeout)
     } catch {
         return ToolResult(status: -1, stdout: "", stdoutData: Data(), stderr: "could not launch \(executable): \(error)", timedOut: false)
     }

@@ -18,7 +18,7 @@ final class TestMount: @unchecked Sendable {
     let session: FUSESession
     private let backingFile: String
     private let backingDescriptor: Int32
-    private let finished = DispatchSemaphore(value: 0)
+    /// Set by the loop thread when `run()` has returned; polled, never waited on.
     private let loopEnded = LockedBox(false)
     private let runError = LockedBox<FUSEError?>(nil)
 
@@ -45,13 +45,13 @@ final class TestMount: @unchecked Sendable {
         if exitBeforeRun {
             session.exit()
         }
-        let thread = Thread { [session, finished, runError] in
+        let thread = Thread { [session, loopEnded, runError] in
             do throws(FUSEError) {
                 try session.run(maxIdleThreads: 4)
             } catch {
                 runError.value = error
             }
-            finished.signal()
+            loopEnded.value = true
         }
         thread.name = "fusekit-test-loop"
         thread.start()
@@ -61,26 +61,20 @@ final class TestMount: @unchecked Sendable {
         directory + "/" + relative
     }
 
-    /// Waits up to `timeout` seconds for `run()` to return.
-    func waitForLoopEnd(timeout: Double) -> Bool {
-        if loopEnded.value {
-            return true
-        }
-        let ended = finished.wait(timeout: .now() + timeout) == .success
-        if ended {
-            loopEnded.value = true
-        }
-        return ended
+    /// Waits up to `timeout` seconds for `run()` to return, sleeping the task (never a
+    /// pool thread: this mount's deferred replies may need the pool to end the loop).
+    func waitForLoopEnd(timeout: Double) async -> Bool {
+        await waitUntil(timeout: timeout) { loopEnded.value }
     }
 
     /// Stops the loop via `exit()`, falling back to a lazy unmount; records an issue if it will not stop.
-    func stop() {
+    func stop() async {
         session.exit()
-        var stopped = waitForLoopEnd(timeout: 10)
+        var stopped = await waitForLoopEnd(timeout: 10)
         if !stopped {
             Issue.record("FUSE loop did not stop after exit(); forcing a lazy unmount")
-            _ = runTool("/usr/bin/fusermount3", ["-u", "-z", directory], timeout: 10)
-            stopped = waitForLoopEnd(timeout: 10)
+            _ = await runTool("/usr/bin/fusermount3", ["-u", "-z", directory], timeout: 10)
+            stopped = await waitForLoopEnd(timeout: 10)
         }
         #expect(stopped, "the FUSE loop thread must end")
         if let error = runError.value {
@@ -104,11 +98,16 @@ final class TestMount: @unchecked Sendable {
 /// Mounts a test filesystem, runs `body`, and always unmounts.
 func withTestMount(
     readOnly: Bool = true, readdirPlus: Bool = true, skipDirectoryOpens: Bool = false,
-    _ body: (TestMount) throws -> Void
-) throws {
+    _ body: (TestMount) async throws -> Void
+) async throws {
     let mount = try TestMount(readOnly: readOnly, readdirPlus: readdirPlus, skipDirectoryOpens: skipDirectoryOpens)
-    defer { mount.stop() }
-    try body(mount)
+    do {
+        try await body(mount)
+    } catch {
+        await mount.stop()
+        throw error
+    }
+    await mount.stop()
 }
 
 /// A value shared with a thread; for test plumbing only.
@@ -122,12 +121,13 @@ final class LockedBox<Value>: @unchecked Sendable {
     }
 }
 
-/// Polls `condition` every 5 ms until it holds or `timeout` seconds pass.
-func waitUntil(timeout: Double, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
+/// Polls `condition` every 5 ms until it holds or `timeout` seconds pass, sleeping the
+/// task: a blocked pool thread could be the one a deferred reply of the mount needs.
+func waitUntil(timeout: Double, _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
     while !condition() {
-        if Date() > deadline { return false }
-        usleep(5_000)
+        if ContinuousClock.now > deadline { return false }
+        try? await Task.sleep(for: .milliseconds(5))
     }
     return true
 }

@@ -4,13 +4,13 @@ import Testing
 
 /// Keeps `Benchmarks/run.sh` from rotting: the whole benchmark on its tiny dataset,
 /// against the odrfs binary this test run built (no release build, no timing asserted).
-@Suite(.serialized, .enabled(if: FUSEAvailability.shouldRun))
+@Suite(.serialized, .disturbsTheMachine, .enabled(if: FUSEAvailability.shouldRun))
 struct BenchmarkSmokeTests {
     /// The repository root, from this file's path (Tests/MountTests/<this file>).
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
 
     @Test(.timeLimit(.minutes(3)))
-    func quickRunPrintsEveryWorkload() throws {
+    func quickRunPrintsEveryWorkload() async throws {
         let output = NSTemporaryDirectory() + "/odrfs-bench-smoke-\(UUID().uuidString)"
         defer {
             unlink(output + ".out")
@@ -20,11 +20,11 @@ struct BenchmarkSmokeTests {
             "/bin/bash",
             [Self.repository + "/Benchmarks/run.sh", "--quick", "--no-rclone", "--latency-ms", "0", "--binary", MountFixture.binary],
             stdout: output + ".out", stderr: output + ".err")
-        let finished = child.wait(timeout: .seconds(170))
+        let finished = await child.wait(timeout: .seconds(170))
         if !finished {
             // SIGTERM lets run.sh's trap unmount and stop what it started.
             child.signal(SIGTERM)
-            if !child.wait(timeout: .seconds(5)) { child.stop() }
+            if !(await child.wait(timeout: .seconds(5))) { await child.terminate() }
         }
         let table = (try? String(contentsOfFile: output + ".out", encoding: .utf8)) ?? ""
         let errors = (try? String(contentsOfFile: output + ".err", encoding: .utf8)) ?? ""

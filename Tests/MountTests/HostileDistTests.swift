@@ -5,15 +5,15 @@ import Testing
 /// A dist dir whose index names a pack the manifest does not have, with every hash fixed up
 /// so that the mutation reaches the parsers (issue 12, defect 3): the mount must refuse it,
 /// where it used to mount and then die on the first open of that file.
-@Suite("Hostile dist dirs", .serialized, .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
+@Suite("Hostile dist dirs", .serialized, .timingSensitive, .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
 struct HostileDistTests {
     /// Offsets from FileIndexLayout: header packCount, record size and a record's pack field.
     static let headerPackCount = 20, recordsStart = 64, recordSize = 64, recordPack = 44
 
     @Test("an index whose file is in a pack the manifest lacks is refused at mount")
-    func indexPackBeyondTheManifest() throws {
+    func indexPackBeyondTheManifest() async throws {
         let fixture = try MountFixture()
-        try fixture.buildTestBundle()
+        try await fixture.buildTestBundle()
         var manifest = try Manifest.decode(Data(contentsOf: URL(fileURLWithPath: fixture.dist + "/" + Manifest.fileName)))
         let indexPath = fixture.dist + "/" + manifest.index.file
         let index = try FileIndex(contentsOf: indexPath)
@@ -34,11 +34,11 @@ struct HostileDistTests {
         try Data(bytes).write(to: URL(fileURLWithPath: fixture.dist + "/" + manifest.index.file))
         try manifest.encoded().write(to: URL(fileURLWithPath: fixture.dist + "/" + Manifest.fileName))
 
-        let result = try fixture.odrfs(["mount", fixture.dist, fixture.mountpoint, "--cache", fixture.cache])
+        let result = try await fixture.odrfs(["mount", fixture.dist, fixture.mountpoint, "--cache", fixture.cache])
         if result.status == 0 {
             // The old behaviour: mounted. Reading the file then killed the daemon.
-            _ = try? Command.run("/bin/cat", [fixture.mountpoint + "/README.txt"], timeout: .seconds(10))
-            _ = try? Command.run("/usr/bin/fusermount3", ["-u", "-z", fixture.mountpoint], timeout: .seconds(10))
+            _ = try? await Command.run("/bin/cat", [fixture.mountpoint + "/README.txt"], timeout: .seconds(10))
+            _ = try? await Command.run("/usr/bin/fusermount3", ["-u", "-z", fixture.mountpoint], timeout: .seconds(10))
             Issue.record("a mismatched index was mounted")
             return
         }

@@ -4,20 +4,20 @@ import ODRFSCore
 import Testing
 
 /// Real mounts of the test bundle, driven through the `odrfs` binary and real tools.
-@Suite("Mount", .serialized, .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
+@Suite("Mount", .serialized, .timingSensitive, .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
 struct MountBasicsTests {
     @Test("find lists every file with the source's sizes, modes and mtimes, and fetches nothing")
-    func metadataWithoutFetching() throws {
+    func metadataWithoutFetching() async throws {
         let fixture = try MountFixture()
-        try fixture.buildTestBundle()
-        try fixture.mount()
+        try await fixture.buildTestBundle()
+        try await fixture.mount()
         let initial = fixture.cachedPackFiles
         // Base and the initial-install tag are local before mount returns; nothing else.
         #expect(initial == [try fixture.cacheFileName(of: "base"), try fixture.cacheFileName(of: "Level3")])
 
-        let listed = try Command.run("/usr/bin/find", [fixture.mountpoint, "-printf", "%P\t%y\t%s\t%m\t%T@\n"])
+        let listed = try await Command.run("/usr/bin/find", [fixture.mountpoint, "-printf", "%P\t%y\t%s\t%m\t%T@\n"])
         #expect(listed.status == 0, "\(listed.stderr)")
-        let expected = try Command.run("/usr/bin/find", [fixture.source, "-printf", "%P\t%y\t%s\t%m\t%T@\n"])
+        let expected = try await Command.run("/usr/bin/find", [fixture.source, "-printf", "%P\t%y\t%s\t%m\t%T@\n"])
         func rows(_ output: String, dropping: Set<String>) -> [String: String] {
             var rows: [String: String] = [:]
             for line in output.split(separator: "\n") {
@@ -33,20 +33,20 @@ struct MountBasicsTests {
         #expect(mounted == source)
         #expect(mounted.count == TestBundle.files.count + 12)
 
-        let stat = try Command.run("/usr/bin/stat", ["-c", "%s %a %F", fixture.mountpoint + "/big.bin"])
+        let stat = try await Command.run("/usr/bin/stat", ["-c", "%s %a %F", fixture.mountpoint + "/big.bin"])
         #expect(stat.output == "\(3 * 1_048_576 + 123) 644 regular file\n")
         #expect(try FileManager.default.destinationOfSymbolicLink(atPath: fixture.mountpoint + "/readme-link") == "README.txt")
-        let df = try Command.run("/bin/df", ["-P", fixture.mountpoint])
+        let df = try await Command.run("/bin/df", ["-P", fixture.mountpoint])
         #expect(df.status == 0 && df.output.contains("odrfs"), "\(df.output) \(df.stderr)")
         #expect(fixture.cachedPackFiles == initial, "metadata operations fetched a pack")
         #expect(try fixture.fetches(of: "Level1") == 0)
     }
 
     @Test("odrfs mount returns once the mount answers: INIT done, 4 MiB readahead, zero-copy max_read")
-    func mountReturnsWhenServing() throws {
+    func mountReturnsWhenServing() async throws {
         let fixture = try MountFixture()
-        try fixture.buildTestBundle()
-        try fixture.mount()
+        try await fixture.buildTestBundle()
+        try await fixture.mount()
         // No waiting: the daemon says ready only after a statfs went through the
         // session, and raises readahead (which INIT resets) before that.
         let mountinfo = try String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)
@@ -59,14 +59,14 @@ struct MountBasicsTests {
     }
 
     @Test("cat of on-demand files is byte-identical and fetches exactly one pack, once")
-    func readFetchesOnePack() throws {
+    func readFetchesOnePack() async throws {
         let fixture = try MountFixture()
-        try fixture.buildTestBundle()
-        try fixture.mount()
+        try await fixture.buildTestBundle()
+        try await fixture.mount()
         let before = fixture.cachedPackFiles
         #expect(try fixture.state(of: "Level2") == "not-downloaded")
 
-        let cat = try Command.run("/bin/cat", [fixture.mountpoint + "/levels/2/map.dat"])
+        let cat = try await Command.run("/bin/cat", [fixture.mountpoint + "/levels/2/map.dat"])
         #expect(cat.status == 0, "\(cat.stderr)")
         #expect(cat.stdout == Data(TestBundle.files["levels/2/map.dat"]!))
         #expect(fixture.cachedPackFiles == before.union([try fixture.cacheFileName(of: "Level2")]))
@@ -76,11 +76,11 @@ struct MountBasicsTests {
 
         // Every file, through sha256sum, matches the source; each pack is fetched once.
         for (path, bytes) in TestBundle.files {
-            let read = try Command.run("/bin/cat", [fixture.mountpoint + "/" + path])
+            let read = try await Command.run("/bin/cat", [fixture.mountpoint + "/" + path])
             #expect(read.status == 0, "\(path): \(read.stderr)")
             #expect(read.stdout == Data(bytes), "\(path) differs")
         }
-        let sums = try Command.run("/usr/bin/sha256sum", [fixture.mountpoint + "/big.bin", fixture.source + "/big.bin"])
+        let sums = try await Command.run("/usr/bin/sha256sum", [fixture.mountpoint + "/big.bin", fixture.source + "/big.bin"])
         let digests = sums.output.split(separator: "\n").map { $0.split(separator: " ")[0] }
         #expect(digests.count == 2 && digests[0] == digests[1])
         for pack in ["Level1", "Level2", "Level1+Level2", "Big"] {
@@ -90,16 +90,16 @@ struct MountBasicsTests {
     }
 
     @Test("32 concurrent readers of one remote pack cause one fetch")
-    func concurrentReadersSingleFlight() throws {
+    func concurrentReadersSingleFlight() async throws {
         let fixture = try MountFixture()
-        try fixture.buildTestBundle()
-        try fixture.mount()
+        try await fixture.buildTestBundle()
+        try await fixture.mount()
         let paths = ["levels/1/map.dat", "levels/1/sprites/hero.png", "levels/1/sprites/enemy.png"]
         let outputs = (0..<32).map { _ in fixture.root + "/out-\(UUID().uuidString)" }
         let readers = try (0..<32).map { index in
             try Command.start("/bin/sh", ["-c", "cat \"$0\" > \"$1\"", fixture.mountpoint + "/" + paths[index % paths.count], outputs[index]])
         }
-        let finished = eventually(timeout: .seconds(60)) { readers.allSatisfy { !$0.isRunning } }
+        let finished = await eventually(timeout: .seconds(60)) { readers.allSatisfy { !$0.isRunning } }
         readers.forEach { $0.stop() }
         #expect(finished)
         for (index, reader) in readers.enumerated() {
@@ -110,15 +110,15 @@ struct MountBasicsTests {
     }
 
     @Test("an open file retains its pack until it is closed")
-    func openHandleRetains() throws {
+    func openHandleRetains() async throws {
         let fixture = try MountFixture()
-        try fixture.buildTestBundle()
-        try fixture.mount()
+        try await fixture.buildTestBundle()
+        try await fixture.mount()
         let path = fixture.mountpoint + "/shared/forest/tree.png"
         let handle = try #require(FileHandle(forReadingAtPath: path))
         #expect(try fixture.state(of: "Level1+Level2") == "in-use")
         #expect(try fixture.retains(of: "Level1+Level2") == 1)
-        let attribute = try Command.run("/usr/bin/getfattr", ["--only-values", "-n", "user.odrfs.state", path])
+        let attribute = try await Command.run("/usr/bin/getfattr", ["--only-values", "-n", "user.odrfs.state", path])
         #expect(attribute.output == "in-use")
         let second = try #require(FileHandle(forReadingAtPath: path))
         #expect(try fixture.retains(of: "Level1+Level2") == 2)
@@ -126,26 +126,26 @@ struct MountBasicsTests {
         try handle.close()
         try second.close()
         // release reaches the daemon asynchronously after close(2).
-        #expect(try eventually { try fixture.retains(of: "Level1+Level2") == 0 })
+        #expect(try await eventually { try fixture.retains(of: "Level1+Level2") == 0 })
         #expect(try fixture.state(of: "Level1+Level2") == "downloaded")
     }
 
     @Test("xattrs name each file's tags, pack and state; ls -l and getfattr work")
-    func extendedAttributes() throws {
+    func extendedAttributes() async throws {
         let fixture = try MountFixture()
-        try fixture.buildTestBundle()
-        try fixture.mount()
+        try await fixture.buildTestBundle()
+        try await fixture.mount()
         let shared = fixture.mountpoint + "/shared/forest/tree.png"
-        let dump = try Command.run("/usr/bin/getfattr", ["-d", "-m", "-", shared])
+        let dump = try await Command.run("/usr/bin/getfattr", ["-d", "-m", "-", shared])
         #expect(dump.status == 0, "\(dump.stderr)")
         #expect(dump.output.contains("user.odrfs.tags=\"Level1,Level2\""))
         #expect(dump.output.contains("user.odrfs.pack=\"Level1+Level2\""))
         #expect(dump.output.contains("user.odrfs.state=\"not-downloaded\""))
-        let base = try Command.run("/usr/bin/getfattr", ["--only-values", "-n", "user.odrfs.pack", fixture.mountpoint + "/README.txt"])
+        let base = try await Command.run("/usr/bin/getfattr", ["--only-values", "-n", "user.odrfs.pack", fixture.mountpoint + "/README.txt"])
         #expect(base.output == "base")
-        let missing = try Command.run("/usr/bin/getfattr", ["-n", "user.nope", shared])
+        let missing = try await Command.run("/usr/bin/getfattr", ["-n", "user.nope", shared])
         #expect(missing.status != 0 && missing.stderr.contains("No such attribute"))
-        let listing = try Command.run("/bin/ls", ["-lR", fixture.mountpoint])
+        let listing = try await Command.run("/bin/ls", ["-lR", fixture.mountpoint])
         #expect(listing.status == 0 && listing.output.contains("naïve café.txt"), "\(listing.stderr)")
         #expect(try fixture.state(of: "Level1+Level2") == "not-downloaded", "inspecting must not fetch")
     }

@@ -3,13 +3,13 @@ import ODRFSCore
 import Testing
 
 /// What users must never see go wrong: writes, corrupt packs, failed mounts, busy unmounts.
-@Suite("Mount failures", .serialized, .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
+@Suite("Mount failures", .serialized, .timingSensitive, .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
 struct MountFailureTests {
     @Test("every mutating operation fails with EROFS")
-    func readOnly() throws {
+    func readOnly() async throws {
         let fixture = try MountFixture()
-        try fixture.buildTestBundle()
-        try fixture.mount()
+        try await fixture.buildTestBundle()
+        try await fixture.mount()
         let file = fixture.mountpoint + "/README.txt"
         func errnoOf(_ body: () -> Int32) -> Int32 {
             errno = 0
@@ -25,18 +25,18 @@ struct MountFailureTests {
         #expect(errnoOf { symlink("x", fixture.mountpoint + "/link2") } == EROFS)
         #expect(errnoOf { chmod(file, 0o777) } == EROFS)
         #expect(errnoOf { truncate(file, 0) } == EROFS)
-        let setfattr = try Command.run("/usr/bin/setfattr", ["-n", "user.x", "-v", "1", file])
+        let setfattr = try await Command.run("/usr/bin/setfattr", ["-n", "user.x", "-v", "1", file])
         #expect(setfattr.status != 0 && setfattr.stderr.contains("Read-only file system"), "\(setfattr.stderr)")
-        let touch = try Command.run("/usr/bin/touch", [fixture.mountpoint + "/levels/1/map.dat"])
+        let touch = try await Command.run("/usr/bin/touch", [fixture.mountpoint + "/levels/1/map.dat"])
         #expect(touch.status != 0 && touch.stderr.contains("Read-only file system"), "\(touch.stderr)")
         #expect(try fixture.fetches(of: "Level1") == 0, "a refused write must not fetch")
     }
 
     @Test("a corrupt or truncated pack on the origin fails with EIO, never leaks bad bytes, and is retried")
-    func corruptPack() throws {
+    func corruptPack() async throws {
         let fixture = try MountFixture()
-        try fixture.buildTestBundle()
-        try fixture.mount()
+        try await fixture.buildTestBundle()
+        try await fixture.mount()
         let packPath = fixture.dist + "/packs/" + (try fixture.cacheFileName(of: "Level2"))
         let good = try Data(contentsOf: URL(fileURLWithPath: packPath))
         var flipped = good
@@ -44,7 +44,7 @@ struct MountFailureTests {
         try flipped.write(to: URL(fileURLWithPath: packPath))
 
         let file = fixture.mountpoint + "/levels/2/map.dat"
-        let corrupt = try Command.run("/bin/cat", [file])
+        let corrupt = try await Command.run("/bin/cat", [file])
         #expect(corrupt.status != 0)
         #expect(corrupt.stderr.contains("Input/output error"), "\(corrupt.stderr)")
         #expect(corrupt.stdout.isEmpty, "bytes of an unverified pack were served")
@@ -53,12 +53,12 @@ struct MountFailureTests {
         #expect(fixture.log.contains("pack fetch failed"))
 
         try good.prefix(good.count - 700).write(to: URL(fileURLWithPath: packPath))
-        let truncated = try Command.run("/bin/cat", [file])
+        let truncated = try await Command.run("/bin/cat", [file])
         #expect(truncated.status != 0 && truncated.stdout.isEmpty)
         #expect(truncated.stderr.contains("Input/output error"))
 
         try good.write(to: URL(fileURLWithPath: packPath))
-        let repaired = try Command.run("/bin/cat", [file])
+        let repaired = try await Command.run("/bin/cat", [file])
         #expect(repaired.status == 0, "\(repaired.stderr)")
         #expect(repaired.stdout == Data(TestBundle.files["levels/2/map.dat"]!))
         let tmp = try FileManager.default.contentsOfDirectory(atPath: fixture.cache + "/tmp")
@@ -66,78 +66,78 @@ struct MountFailureTests {
     }
 
     @Test("odrfs mount fails non-zero with a clear message")
-    func mountErrors() throws {
+    func mountErrors() async throws {
         let fixture = try MountFixture()
-        try fixture.buildTestBundle()
+        try await fixture.buildTestBundle()
 
-        let missing = try fixture.odrfs(["mount", fixture.dist, fixture.root + "/nowhere", "--cache", fixture.cache])
+        let missing = try await fixture.odrfs(["mount", fixture.dist, fixture.root + "/nowhere", "--cache", fixture.cache])
         #expect(missing.status == 1)
         #expect(missing.stderr.contains("mountpoint") && missing.stderr.contains("nowhere"), "\(missing.stderr)")
 
-        let noOrigin = try fixture.odrfs(["mount", fixture.root + "/no-dist", fixture.mountpoint, "--cache", fixture.cache])
+        let noOrigin = try await fixture.odrfs(["mount", fixture.root + "/no-dist", fixture.mountpoint, "--cache", fixture.cache])
         #expect(noOrigin.status == 1)
         #expect(noOrigin.stderr.contains("no-dist"), "\(noOrigin.stderr)")
 
         let badDist = fixture.root + "/bad-dist"
         try FileManager.default.createDirectory(atPath: badDist, withIntermediateDirectories: true)
         try Data("{ not json".utf8).write(to: URL(fileURLWithPath: badDist + "/manifest.json"))
-        let badManifest = try fixture.odrfs(["mount", badDist, fixture.mountpoint, "--cache", fixture.root + "/cache2"])
+        let badManifest = try await fixture.odrfs(["mount", badDist, fixture.mountpoint, "--cache", fixture.root + "/cache2"])
         #expect(badManifest.status == 1)
         #expect(badManifest.stderr.contains("manifest"), "\(badManifest.stderr)")
         #expect(!MountFixture.isMounted(fixture.mountpoint))
 
-        try fixture.mount()
-        let busy = try fixture.odrfs(["mount", fixture.dist, fixture.mountpoint, "--cache", fixture.root + "/cache3"])
+        try await fixture.mount()
+        let busy = try await fixture.odrfs(["mount", fixture.dist, fixture.mountpoint, "--cache", fixture.root + "/cache3"])
         #expect(busy.status == 1)
         #expect(busy.stderr.contains("busy"), "\(busy.stderr)")
 
         let second = fixture.root + "/mnt2"
         try FileManager.default.createDirectory(atPath: second, withIntermediateDirectories: true)
-        let sharedCache = try fixture.odrfs(["mount", fixture.dist, second, "--cache", fixture.cache])
+        let sharedCache = try await fixture.odrfs(["mount", fixture.dist, second, "--cache", fixture.cache])
         #expect(sharedCache.status == 1)
         #expect(sharedCache.stderr.contains("already in use"), "\(sharedCache.stderr)")
         #expect(!MountFixture.isMounted(second))
     }
 
     @Test("unmount: busy gives a clear message; SIGTERM and odrfs unmount end the daemon cleanly")
-    func unmountAndSignals() throws {
+    func unmountAndSignals() async throws {
         let fixture = try MountFixture()
-        try fixture.buildTestBundle()
-        try fixture.mount()
+        try await fixture.buildTestBundle()
+        try await fixture.mount()
         let pid = try #require(fixture.daemonPID())
         let handle = try #require(FileHandle(forReadingAtPath: fixture.mountpoint + "/levels/1/map.dat"))
-        let busy = try fixture.unmount()
+        let busy = try await fixture.unmount()
         #expect(busy.status == 1)
         #expect(busy.stderr.contains("busy"), "\(busy.stderr)")
         #expect(MountFixture.isMounted(fixture.mountpoint))
         try handle.close()
-        #expect(eventually { ((try? fixture.retains(of: "Level1")) ?? -1) == 0 })
-        let clean = try fixture.unmount()
+        #expect(await eventually { ((try? fixture.retains(of: "Level1")) ?? -1) == 0 })
+        let clean = try await fixture.unmount()
         #expect(clean.status == 0, "\(clean.stderr)")
         #expect(!MountFixture.isMounted(fixture.mountpoint))
         #expect(kill(pid, 0) != 0, "daemon still running after unmount")
 
-        try fixture.mount()
+        try await fixture.mount()
         let second = try #require(fixture.daemonPID())
         kill(second, SIGTERM)
-        #expect(eventually { kill(second, 0) != 0 }, "daemon ignored SIGTERM")
+        #expect(await eventually { kill(second, 0) != 0 }, "daemon ignored SIGTERM")
         #expect(!MountFixture.isMounted(fixture.mountpoint), "SIGTERM left the mount behind")
         // The cache survived: a remount needs no refetch of Level1.
-        try fixture.mount()
+        try await fixture.mount()
         #expect(try fixture.state(of: "Level1") == "downloaded")
     }
 
     @Test("tar and cp see the whole bundle")
-    func realTools() throws {
+    func realTools() async throws {
         let fixture = try MountFixture()
-        try fixture.buildTestBundle()
-        try fixture.mount()
+        try await fixture.buildTestBundle()
+        try await fixture.mount()
         let copy = fixture.root + "/copy"
-        let cp = try Command.run("/bin/cp", ["-a", fixture.mountpoint + "/.", copy])
+        let cp = try await Command.run("/bin/cp", ["-a", fixture.mountpoint + "/.", copy])
         #expect(cp.status == 0, "\(cp.stderr)")
-        let diff = try Command.run("/usr/bin/diff", ["-r", "--no-dereference", "-x", "odr.yaml", "-x", ".odrfs", fixture.source, copy])
+        let diff = try await Command.run("/usr/bin/diff", ["-r", "--no-dereference", "-x", "odr.yaml", "-x", ".odrfs", fixture.source, copy])
         #expect(diff.status == 0, "\(diff.output)")
-        let tar = try Command.run("/bin/sh", ["-c", "tar cf - -C \"$0\" --exclude ./.odrfs . | tar tf - | sort", fixture.mountpoint])
+        let tar = try await Command.run("/bin/sh", ["-c", "tar cf - -C \"$0\" --exclude ./.odrfs . | tar tf - | sort", fixture.mountpoint])
         #expect(tar.status == 0, "\(tar.stderr)")
         #expect(tar.output.contains("./levels/2/ünïcödé name.txt"))
         #expect(tar.output.contains("./emptydir/"))

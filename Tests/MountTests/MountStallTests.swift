@@ -7,7 +7,7 @@ import Testing
 /// stops answering (an ODRFS mount over an HTTP origin that stalls mid-body), with eight
 /// downloads stuck in `open(2)` on it. Everything that does not need those packs must go on
 /// answering at once; the stuck downloads fail after `--fetch-timeout`; then the mount works.
-@Suite("Mount stalls", .serialized, .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
+@Suite("Mount stalls", .serialized, .timingSensitive, .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
 struct MountStallTests {
     static let levels = 1...8
     static let levelBytes = 300_000
@@ -17,14 +17,14 @@ struct MountStallTests {
     }
 
     /// How long `body` takes.
-    static func timed<T>(_ body: () throws -> T) rethrows -> (T, Duration) {
+    static func timed<T>(_ body: () async throws -> T) async rethrows -> (T, Duration) {
         let start = ContinuousClock.now
-        let value = try body()
+        let value = try await body()
         return (value, ContinuousClock.now - start)
     }
 
     @Test("eight downloads stuck on a stalled origin: local opens, getfattr, ls, status and Ctrl-C answer within 0.5 s; the stuck ones fail after --fetch-timeout; the mount then works")
-    func stalledOrigin() throws {
+    func stalledOrigin() async throws {
         // Inner bundle: eight level packs, a local (initial-install) tag and a base file.
         let inner = try MountFixture()
         let outer = try MountFixture()
@@ -40,7 +40,7 @@ struct MountStallTests {
         spec += "initial-install: [Local]\n"
         try spec.write(toFile: inner.source + "/odr.yaml", atomically: true, encoding: .utf8)
         // The inner dist dir is the outer bundle's resource tree.
-        let built = try inner.odrfs(["build", inner.source, "-o", outer.source])
+        let built = try await inner.odrfs(["build", inner.source, "-o", outer.source])
         try #require(built.status == 0, "\(built.stderr)")
         let innerManifest = try Manifest.decode(Data(contentsOf: URL(fileURLWithPath: outer.source + "/manifest.json")))
         // Outer bundle: each inner level pack in a tag of its own (fetched on demand from the
@@ -50,21 +50,18 @@ struct MountStallTests {
             outerSpec += "  Inner\(pack.id.rawValue): [\"\(pack.file)\"]\n"
         }
         try outerSpec.write(toFile: outer.source + "/odr.yaml", atomically: true, encoding: .utf8)
-        let outerBuilt = try outer.odrfs(["build", outer.source, "-o", outer.dist])
+        let outerBuilt = try await outer.odrfs(["build", outer.source, "-o", outer.dist])
         try #require(outerBuilt.status == 0, "\(outerBuilt.stderr)")
         let stalledFiles = try outer.manifest.packs.filter { !$0.tags.isEmpty }.map(\.file)
         try #require(stalledFiles.count == Self.levels.count)
 
-        let origin = try onFreePort { port in
-            try StallingOrigin(serving: outer.dist, in: outer.root + "/origin", stalled: stalledFiles, stallAfter: 0, port: port)
+        let origin = try await onFreePort { port in
+            try await StallingOrigin(serving: outer.dist, in: outer.root + "/origin", stalled: stalledFiles, stallAfter: 0, port: port)
         }
-        try outer.mount(origin: origin.url, extra: ["--fetch-timeout", "60"])
-        try inner.mount(origin: outer.mountpoint, extra: ["--fetch-timeout", "3"])
-        defer {
-            origin.release()
-            _ = try? inner.unmount()
-            _ = try? outer.unmount()
-        }
+        try await outer.mount(origin: origin.url, extra: ["--fetch-timeout", "60"])
+        try await inner.mount(origin: outer.mountpoint, extra: ["--fetch-timeout", "3"])
+        // If the test stops early, the fixtures' deinits unmount both lazily.
+        defer { origin.release() }
 
         // Eight cold opens: each inner download blocks in open(2) on the outer mount.
         let cats = try Self.levels.map { level in
@@ -72,42 +69,42 @@ struct MountStallTests {
                              stdout: inner.root + "/cat-\(level).out", stderr: inner.root + "/cat-\(level).err")
         }
         defer { cats.forEach { $0.stop() } }
-        let stuck = eventually(timeout: .seconds(5)) {
+        let stuck = await eventually(timeout: .seconds(5)) {
             ((try? inner.status()) ?? [:]).values.filter { $0.count > 2 && $0[2].hasPrefix("downloading") }.count == Self.levels.count
         }
         #expect(stuck, "the eight downloads did not start: \(inner.log)")
-        usleep(300_000)
+        await pause(.milliseconds(300))
         #expect(cats.allSatisfy { $0.isRunning }, "a reader did not wait for its stuck pack")
 
         let limit = Duration.milliseconds(500)
-        let (local, localTime) = try Self.timed { try Command.run("/bin/cat", [inner.mountpoint + "/local/readme.txt"], timeout: .seconds(10)) }
+        let (local, localTime) = try await Self.timed { try await Command.run("/bin/cat", [inner.mountpoint + "/local/readme.txt"], timeout: .seconds(10)) }
         #expect(local.output == "installed at mount time\n")
         #expect(localTime < limit, "opening a local file took \(localTime)")
-        let (attribute, attributeTime) = try Self.timed {
-            try Command.run("/usr/bin/getfattr", ["--only-values", "-n", "user.odrfs.state", inner.mountpoint + "/levels/3/data.bin"], timeout: .seconds(10))
+        let (attribute, attributeTime) = try await Self.timed {
+            try await Command.run("/usr/bin/getfattr", ["--only-values", "-n", "user.odrfs.state", inner.mountpoint + "/levels/3/data.bin"], timeout: .seconds(10))
         }
         #expect(attribute.output.hasPrefix("downloading"))
         #expect(attributeTime < limit, "getfattr took \(attributeTime)")
-        let (listing, listingTime) = try Self.timed { try Command.run("/bin/ls", ["-lR", inner.mountpoint], timeout: .seconds(10)) }
+        let (listing, listingTime) = try await Self.timed { try await Command.run("/bin/ls", ["-lR", inner.mountpoint], timeout: .seconds(10)) }
         #expect(listing.status == 0 && listing.output.contains("data.bin"))
         #expect(listingTime < limit, "ls -lR took \(listingTime)")
-        let (status, statusTime) = try Self.timed { try inner.odrfs(["status", inner.mountpoint], timeout: .seconds(10)) }
+        let (status, statusTime) = try await Self.timed { try await inner.odrfs(["status", inner.mountpoint], timeout: .seconds(10)) }
         #expect(status.status == 0 && status.output.contains("downloading"))
         #expect(statusTime < limit, "odrfs status took \(statusTime)")
         // Ctrl-C of a reader waiting for a stuck pack.
         let interrupted = cats[0]
-        let (stopped, stopTime) = Self.timed { () -> Bool in
+        let (stopped, stopTime) = await Self.timed { () async -> Bool in
             interrupted.signal(SIGINT)
-            return interrupted.wait(timeout: .seconds(5))
+            return await interrupted.wait(timeout: .seconds(5))
         }
         #expect(stopped)
         #expect(stopTime < limit, "Ctrl-C of a waiting cat took \(stopTime)")
 
         print("stall test: local open \(localTime), getfattr \(attributeTime), ls -lR \(listingTime), status \(statusTime), Ctrl-C \(stopTime)")
         // The others fail after the inner mount's --fetch-timeout (3 s), not the outer's 60 s.
-        let (_, failTime) = Self.timed {
+        let (_, failTime) = await Self.timed {
             for cat in cats.dropFirst() {
-                #expect(cat.wait(timeout: .seconds(10)), "a read stuck on a stalled origin never failed")
+                #expect(await cat.wait(timeout: .seconds(10)), "a read stuck on a stalled origin never failed")
                 #expect(cat.terminationStatus != 0)
             }
         }
@@ -118,10 +115,12 @@ struct MountStallTests {
 
         // The origin recovers: the same files now read correctly through both mounts.
         origin.release()
-        let (again, _) = try Self.timed { try Command.run("/bin/cat", [inner.mountpoint + "/levels/2/data.bin"], timeout: .seconds(60)) }
+        let (again, _) = try await Self.timed { try await Command.run("/bin/cat", [inner.mountpoint + "/levels/2/data.bin"], timeout: .seconds(60)) }
         #expect(again.status == 0, "\(again.stderr)")
         #expect(again.stdout == Data(Self.levelFile(2)))
-        let base = try Command.run("/bin/cat", [inner.mountpoint + "/base.txt"], timeout: .seconds(10))
+        let base = try await Command.run("/bin/cat", [inner.mountpoint + "/base.txt"], timeout: .seconds(10))
         #expect(base.output == "always here\n")
+        _ = try? await inner.unmount()
+        _ = try? await outer.unmount()
     }
 }

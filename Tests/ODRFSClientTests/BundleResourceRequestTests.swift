@@ -3,8 +3,9 @@ import Foundation
 import ODRFSClient
 import ODRFSControl
 import Testing
+import TestSupport
 
-@Suite(.timeLimit(.minutes(1))) struct BundleResourceRequestTests {
+@Suite(.timingSensitive, .timeLimit(.minutes(1))) struct BundleResourceRequestTests {
     @Test func beginAndEnd() async throws {
         let fixture = try ControlFixture()
         let request = BundleResourceRequest(tags: ["Italy"], mountpoint: fixture.mountpoint)

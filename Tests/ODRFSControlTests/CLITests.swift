@@ -5,7 +5,7 @@ import Testing
 import TestSupport
 
 /// The `odrfs` control commands against the fake service (the lead's mount tests cover real mounts).
-@Suite(.timeLimit(.minutes(1))) struct CLITests {
+@Suite(.timingSensitive, .timeLimit(.minutes(1))) struct CLITests {
     /// The built `odrfs` executable, next to this test bundle.
     static let odrfs: String = {
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]

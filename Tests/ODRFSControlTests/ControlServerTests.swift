@@ -4,7 +4,7 @@ import ODRFSControl
 import Testing
 import TestSupport
 
-@Suite(.timeLimit(.minutes(1))) struct ControlServerTests {
+@Suite(.timingSensitive, .timeLimit(.minutes(1))) struct ControlServerTests {
     @Test func statusOverTheSocket() async throws {
         let fixture = try ControlFixture()
         let client = try await ControlClient.connect(mountpoint: fixture.mountpoint)

@@ -5,7 +5,7 @@ import Testing
 import TestSupport
 
 /// SO_PEERCRED: a client of another user is refused even when file permissions let it in.
-@Suite(.timeLimit(.minutes(1))) struct PeerCredentialTests {
+@Suite(.timingSensitive, .timeLimit(.minutes(1))) struct PeerCredentialTests {
     @Test(.enabled(if: geteuid() == 0, "needs root to run a client as nobody"))
     func anotherUserIsRefused() async throws {
         // A socket of its own (not under the shared /run/odrfs), so opening its door on

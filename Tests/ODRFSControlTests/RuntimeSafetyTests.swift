@@ -8,7 +8,7 @@ import TestSupport
 /// Issue 12 defect 6: runtime files in a world-writable place. The daemon refuses a
 /// directory another user prepared, a symlink or open permissions; the client refuses
 /// a listener of an unexpected user.
-@Suite(.timeLimit(.minutes(1))) struct RuntimeSafetyTests {
+@Suite(.timingSensitive, .timeLimit(.minutes(1))) struct RuntimeSafetyTests {
     /// `<tmp>/base/mount`, as `/tmp/odrfs-<uid>/<hash>` would be.
     struct Layout {
         let root: TemporaryDirectory

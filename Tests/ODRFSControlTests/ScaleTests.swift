@@ -2,10 +2,11 @@ import ControlTestSupport
 import Foundation
 import ODRFSControl
 import Testing
+import TestSupport
 
 /// Connections cost memory, not threads: the event-loop server answers a thousand
 /// clients at once with the threads it started with.
-@Suite(.timeLimit(.minutes(1))) struct ScaleTests {
+@Suite(.timingSensitive, .timeLimit(.minutes(1))) struct ScaleTests {
     /// Threads of this process (/proc/self/task).
     static func threadCount() -> Int {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? -1

@@ -51,9 +51,14 @@ extension HTTPOrigin {
 /// Deterministic, non-repeating-looking test bytes.
 func testBytes(_ count: Int, seed: UInt64 = 1) -> [UInt8] {
     var state = seed &* 0x9E37_79B9_7F4A_7C15
-    return (0..<count).map { _ in
-        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-        return UInt8(truncatingIfNeeded: state >> 33)
+    // Filled in place, not with `map`: several times faster in a debug build, and this
+    // runs on a thread of the cooperative pool that parallel async tests share.
+    return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+        for index in 0..<count {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            buffer[index] = UInt8(truncatingIfNeeded: state >> 33)
+        }
+        initialized = count
     }
 }
 

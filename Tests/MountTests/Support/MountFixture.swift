@@ -36,39 +36,35 @@ final class MountFixture {
     }
 
     /// Writes the standard test bundle and builds it into `dist`.
-    func buildTestBundle() throws {
+    func buildTestBundle() async throws {
         try TestBundle.write(to: source)
-        let result = try odrfs(["build", source, "-o", dist])
+        let result = try await odrfs(["build", source, "-o", dist])
         #expect(result.status == 0, "odrfs build failed: \(result.stderr)")
     }
 
     /// Runs the `odrfs` binary.
-    func odrfs(_ arguments: [String], timeout: Duration = .seconds(60)) throws -> CommandResult {
-        try Command.run(Self.binary, arguments, timeout: timeout)
+    func odrfs(_ arguments: [String], timeout: Duration = .seconds(60)) async throws -> CommandResult {
+        try await Command.run(Self.binary, arguments, timeout: timeout)
     }
 
     /// Mounts `dist` (or another origin, e.g. a URL) daemonized, and expects success.
-    func mount(at mountpoint: String? = nil, origin: String? = nil, extra: [String] = []) throws {
+    func mount(at mountpoint: String? = nil, origin: String? = nil, extra: [String] = []) async throws {
         let target = mountpoint ?? self.mountpoint
-        let result = try odrfs(["mount", origin ?? dist, target, "--cache", cache] + extra)
+        let result = try await odrfs(["mount", origin ?? dist, target, "--cache", cache] + extra)
         try #require(result.status == 0, "odrfs mount failed: \(result.stderr)\n\(log)")
         mountedAt.append(target)
     }
 
-    func unmount(_ mountpoint: String? = nil) throws -> CommandResult {
+    func unmount(_ mountpoint: String? = nil) async throws -> CommandResult {
         let target = mountpoint ?? self.mountpoint
-        let result = try odrfs(["unmount", target])
+        let result = try await odrfs(["unmount", target])
         if result.status == 0 { mountedAt.removeAll { $0 == target } }
         return result
     }
 
     /// The mount daemon's PID, from its runtime directory.
     func daemonPID(_ mountpoint: String? = nil) -> pid_t? {
-        let target = realpath(mountpoint ?? self.mountpoint, nil).map { pointer in
-            defer { free(pointer) }
-            return String(cString: pointer)
-        } ?? (mountpoint ?? self.mountpoint)
-        return RuntimeDirectory(mountpoint: target).daemonPID()
+        RuntimeDirectory(mountpoint: Self.resolvedWithoutEnteringMount(mountpoint ?? self.mountpoint)).daemonPID()
     }
 
     var manifest: Manifest {
@@ -111,15 +107,43 @@ final class MountFixture {
         (try? String(contentsOfFile: cache + "/odrfs.log", encoding: .utf8)) ?? "(no log)"
     }
 
+    // A deinit cannot `await`, and it runs on a thread of the cooperative pool, so it
+    // must not wait there: sampling a parallel run showed both pool threads asleep in
+    // this cleanup (daemon exit, rm -rf) while every async test stalled. So the part the
+    // next tests depend on is immediate — the mount is detached with umount2(MNT_DETACH),
+    // a syscall that does not wait for the filesystem, and the daemon gets SIGTERM — and
+    // the waiting (SIGKILL after 5 s, rm -rf) is done by a dedicated thread. Only if
+    // umount2 is refused (not root) does it fall back to a bounded, blocking fusermount3.
     deinit {
+        var daemons: [pid_t] = []
         for target in mountedAt {
             let pid = daemonPID(target)
-            _ = try? Command.run("/usr/bin/fusermount3", ["-u", "-z", target], timeout: .seconds(10))
+            if umount2(target, Int32(MNT_DETACH)) != 0 {
+                _ = try? Command.runBlocking("/usr/bin/fusermount3", ["-u", "-z", target], timeout: .seconds(10))
+            }
             if let pid {
                 kill(pid, SIGTERM)
-                if !eventually(timeout: .seconds(5), { kill(pid, 0) != 0 }) { kill(pid, SIGKILL) }
+                daemons.append(pid)
             }
         }
-        _ = try? Command.run("/bin/rm", ["-rf", root], timeout: .seconds(30))
+        let root = root
+        let signalled = daemons
+        let thread = Thread {
+            let deadline = ContinuousClock.now + .seconds(5)
+            while signalled.contains(where: { kill($0, 0) == 0 }), ContinuousClock.now < deadline { usleep(10_000) }
+            for pid in signalled where kill(pid, 0) == 0 { kill(pid, SIGKILL) }
+            try? FileManager.default.removeItem(atPath: root)
+        }
+        thread.name = "mount-fixture-cleanup"
+        thread.start()
+    }
+
+    /// The absolute, symlink-free form of a mountpoint, resolving only its parent: a
+    /// `realpath` of the mountpoint itself would ask the (perhaps hung) daemon.
+    static func resolvedWithoutEnteringMount(_ path: String) -> String {
+        let parent = (path as NSString).deletingLastPathComponent
+        guard let resolved = realpath(parent, nil) else { return path }
+        defer { free(resolved) }
+        return String(cString: resolved) + "/" + (path as NSString).lastPathComponent
     }
 }

@@ -16,7 +16,7 @@ final class NginxOrigin {
     var url: String { "\(tls == nil ? "http" : "https")://127.0.0.1:\(port)/" }
 
     init(serving dist: String, in directory: String, port: Int = Int.random(in: 20_000..<60_000),
-         tls: (certificate: String, key: String)? = nil) throws {
+         tls: (certificate: String, key: String)? = nil) async throws {
         self.directory = directory
         self.tls = tls
         accessLog = directory + "/access.log"
@@ -50,11 +50,14 @@ final class NginxOrigin {
         process = try ChildProcess("/usr/sbin/nginx", ["-c", directory + "/nginx.conf", "-p", directory], stderr: directory + "/stderr.log")
         let process = self.process
         let connectable = {
-            (try? Command.run("/usr/bin/env", ["python3", "-c", "import socket; socket.create_connection(('127.0.0.1', \(port)), 1)"]))?.status == 0
+            (try? await Command.run("/usr/bin/env", ["python3", "-c", "import socket; socket.create_connection(('127.0.0.1', \(port)), 1)"]))?.status == 0
         }
         // Stop waiting as soon as nginx exits (e.g. the port is taken): the caller retries.
-        var ready = eventually(timeout: .seconds(10)) { !process.isRunning || connectable() }
-        usleep(100_000)
+        var ready = await eventually(timeout: .seconds(10)) {
+            if !process.isRunning { return true }
+            return await connectable()
+        }
+        await pause(.milliseconds(100))
         ready = ready && process.isRunning
         if !ready {
             process.stop()
@@ -77,8 +80,7 @@ final class NginxOrigin {
 
     deinit {
         // SIGTERM is nginx's fast shutdown: open keep-alive connections close too.
-        process.signal(SIGTERM)
-        if !process.wait(timeout: .seconds(5)) { process.stop() }
+        process.stop(gracefully: .seconds(5))
     }
 
     struct NginxError: Error, CustomStringConvertible {

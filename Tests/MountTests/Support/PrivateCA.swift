@@ -10,7 +10,7 @@ struct PrivateCA {
     let serverCertificate: String
     let serverKey: String
 
-    init(in directory: String) throws {
+    init(in directory: String) async throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         certificate = directory + "/ca.pem"
         serverCertificate = directory + "/server.pem"
@@ -30,7 +30,7 @@ struct PrivateCA {
             ["x509", "-req", "-in", directory + "/server.csr", "-CA", certificate, "-CAkey", directory + "/ca.key",
              "-CAcreateserial", "-out", serverCertificate, "-days", "2", "-extfile", extensions],
         ] {
-            let result = try Command.run("/usr/bin/openssl", arguments)
+            let result = try await Command.run("/usr/bin/openssl", arguments)
             guard result.status == 0 else { throw CAError(message: "openssl \(arguments[0]) failed: \(result.stderr)") }
         }
     }

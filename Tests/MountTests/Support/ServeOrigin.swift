@@ -16,11 +16,11 @@ enum OriginKind: String, CaseIterable, CustomStringConvertible {
 
     var description: String { rawValue }
 
-    func start(serving dist: String, in directory: String) throws -> any TestOrigin {
-        try onFreePort { port in
+    func start(serving dist: String, in directory: String) async throws -> any TestOrigin {
+        try await onFreePort { port in
             switch self {
-            case .nginx: return try NginxOrigin(serving: dist, in: directory + "-\(port)", port: port)
-            case .odrfsServe: return try ServeOrigin(serving: dist, in: directory + "-\(port)", port: port)
+            case .nginx: return try await NginxOrigin(serving: dist, in: directory + "-\(port)", port: port)
+            case .odrfsServe: return try await ServeOrigin(serving: dist, in: directory + "-\(port)", port: port)
             }
         }
     }
@@ -30,11 +30,11 @@ extension NginxOrigin: TestOrigin {}
 
 /// Runs `start` on random high ports until one is free (another test or program may
 /// hold the first one picked); at most five tries.
-func onFreePort<T>(_ start: (Int) throws -> T) throws -> T {
+func onFreePort<T>(_ start: (Int) async throws -> T) async throws -> T {
     var lastError: (any Error)?
     for _ in 0..<5 {
         do {
-            return try start(Int.random(in: 20_000..<60_000))
+            return try await start(Int.random(in: 20_000..<60_000))
         } catch {
             lastError = error
         }
@@ -50,7 +50,7 @@ final class ServeOrigin: TestOrigin {
 
     var url: String { "http://127.0.0.1:\(port)/" }
 
-    init(serving dist: String, in directory: String, port: Int = Int.random(in: 20_000..<60_000), tokenFile: String? = nil) throws {
+    init(serving dist: String, in directory: String, port: Int = Int.random(in: 20_000..<60_000), tokenFile: String? = nil) async throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         self.port = port
         log = directory + "/serve.log"
@@ -60,7 +60,7 @@ final class ServeOrigin: TestOrigin {
         let process = self.process
         let serving = { (try? String(contentsOfFile: directory + "/serve.out", encoding: .utf8))?.contains("Serving") == true }
         // Stop waiting as soon as it exits (e.g. the port is taken): the caller retries.
-        let ready = eventually { serving() || !process.isRunning } && serving()
+        let ready = await eventually { serving() || !process.isRunning } && serving()
         if !ready {
             process.stop()
             throw NginxOrigin.NginxError(message: "odrfs serve did not start: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
@@ -77,7 +77,6 @@ final class ServeOrigin: TestOrigin {
     }
 
     deinit {
-        process.signal(SIGTERM)
-        if !process.wait(timeout: .seconds(10)) { process.stop() }
+        process.stop(gracefully: .seconds(10))
     }
 }

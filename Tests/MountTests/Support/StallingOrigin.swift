@@ -46,7 +46,7 @@ final class StallingOrigin {
     """
 
     /// Serves `dist`, stalling the files at the relative paths `stalled`.
-    init(serving dist: String, in directory: String, stalled: [String], stallAfter: Int, port: Int) throws {
+    init(serving dist: String, in directory: String, stalled: [String], stallAfter: Int, port: Int) async throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         self.port = port
         flag = directory + "/release-stall"
@@ -57,7 +57,7 @@ final class StallingOrigin {
                                    stdout: out, stderr: directory + "/stalling.err")
         let process = self.process
         let serving = { (try? String(contentsOfFile: out, encoding: .utf8))?.contains("serving") == true }
-        guard eventually(timeout: .seconds(10), { serving() || !process.isRunning }) && serving() else {
+        guard await eventually(timeout: .seconds(10), { serving() || !process.isRunning }) && serving() else {
             process.stop()
             throw NginxOrigin.NginxError(message: "the stalling origin did not start on port \(port)")
         }
