@@ -152,7 +152,8 @@ struct HostileBundleTests {
         configuration.originOptions.fetchDeadline = fetchDeadline
         let origin: any Origin
         do {
-            origin = try OriginLocator.origin(for: location, options: configuration.originOptions)
+            origin = try OriginLocator.origin(for: location, options: configuration.originOptions,
+                                              logger: Logger(label: "hostile", factory: { _ in SwiftLogNoOpLogHandler() }))
         } catch {
             return "refused"
         }
