@@ -144,7 +144,7 @@ let package = Package(
         // Shared by the test targets: child processes reaped by PID, never by SIGCHLD; logs captured in memory.
         .target(name: "TestSupport", dependencies: ["ODRFSCore", .product(name: "Logging", package: "swift-log")], path: "Tests/TestSupport"),
         .testTarget(name: "FUSEKitTests", dependencies: ["FUSEKit", "TestSupport", .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "ODRFSCoreTests", dependencies: ["ODRFSCore"]),
+        .testTarget(name: "ODRFSCoreTests", dependencies: ["ODRFSCore", "TestSupport"]),
         .testTarget(name: "ODRFSBuildTests", dependencies: ["ODRFSBuild", "ODRFSCore"]),
         .testTarget(name: "ODRFSStoreTests", dependencies: ["ODRFSStore", "ODRFSCore", "TestSupport"]),
         .testTarget(name: "ODRFSServerTests", dependencies: [

@@ -50,17 +50,23 @@ struct HostileBundleTests {
         return dist
     }
 
+    /// The original dist dir, its manifest, and its packs' bytes by content hash: what any
+    /// verified read must come from.
+    static func original(in root: String) throws -> (dist: String, manifestData: Data, manifest: Manifest, packBytes: [String: [UInt8]]) {
+        let dist = try buildOriginal(in: root)
+        let manifestData = try Data(contentsOf: URL(fileURLWithPath: dist + "/manifest.json"))
+        let manifest = try Manifest.decode(manifestData)
+        var packBytes: [String: [UInt8]] = [:]
+        for pack in manifest.packs {
+            packBytes[pack.sha256.hex] = Array(try Data(contentsOf: URL(fileURLWithPath: dist + "/" + pack.file)))
+        }
+        return (dist, manifestData, manifest, packBytes)
+    }
+
     @Test("hundreds of mutated manifests, indexes and packs: no trap, no hang, never a byte outside a verified pack")
     func mutatedBundles() async throws {
         let root = try TemporaryDirectory()
-        let original = try Self.buildOriginal(in: root.path)
-        let manifestData = try Data(contentsOf: URL(fileURLWithPath: original + "/manifest.json"))
-        let manifest = try Manifest.decode(manifestData)
-        // The original packs, by content hash: what any verified read must come from.
-        var packBytes: [String: [UInt8]] = [:]
-        for pack in manifest.packs {
-            packBytes[pack.sha256.hex] = Array(try Data(contentsOf: URL(fileURLWithPath: original + "/" + pack.file)))
-        }
+        let (original, manifestData, manifest, packBytes) = try Self.original(in: root.path)
         var generator = SplitMix(seed: 12)
         var outcomes: [String: Int] = [:]
         for round in 0..<Self.mutations {
@@ -80,13 +86,7 @@ struct HostileBundleTests {
     @Test("mutated bundles behind an HTTP origin that lies, truncates, resets and stalls: no trap, no hang past the fetch timeout, never a byte outside a verified pack")
     func mutatedBundlesOverALyingOrigin() async throws {
         let root = try TemporaryDirectory()
-        let original = try Self.buildOriginal(in: root.path)
-        let manifestData = try Data(contentsOf: URL(fileURLWithPath: original + "/manifest.json"))
-        let manifest = try Manifest.decode(manifestData)
-        var packBytes: [String: [UInt8]] = [:]
-        for pack in manifest.packs {
-            packBytes[pack.sha256.hex] = Array(try Data(contentsOf: URL(fileURLWithPath: original + "/" + pack.file)))
-        }
+        let (original, manifestData, manifest, packBytes) = try Self.original(in: root.path)
         let server = try await FaultOrigin.start()
         var generator = SplitMix(seed: 34)
         var outcomes: [String: Int] = [:]
@@ -226,18 +226,6 @@ func withDeadline<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable ()
     }
 }
 
-/// A small deterministic generator, so a failing mutation can be replayed.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// Mutates a copy of a dist dir the way a hostile or broken origin could.
 struct Mutator {
