@@ -37,12 +37,11 @@ enum RawHTTP {
         return try parse(raw, method: method)
     }
 
-    private static func exchange(port: Int, request: [UInt8]) throws -> [UInt8] {
+    /// A TCP socket connected to 127.0.0.1:`port`; `configure` sets options before connecting.
+    static func connectLoopback(port: Int, configure: (Int32) -> Void = { _ in }) throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket failed") }
-        defer { close(fd) }
-        var timeout = timeval(tv_sec: 30, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        configure(fd)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -50,7 +49,20 @@ enum RawHTTP {
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard connected == 0 else { throw Failure(description: "connect failed: \(String(cString: strerror(errno)))") }
+        guard connected == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            throw Failure(description: "connect failed: \(reason)")
+        }
+        return fd
+    }
+
+    private static func exchange(port: Int, request: [UInt8]) throws -> [UInt8] {
+        let fd = try connectLoopback(port: port) { fd in
+            var timeout = timeval(tv_sec: 30, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        }
+        defer { close(fd) }
         guard request.withUnsafeBytes({ Glibc.send(fd, $0.baseAddress, $0.count, 0) }) == request.count else {
             throw Failure(description: "send failed")
         }

@@ -106,11 +106,10 @@ extension BundleFileSystem {
 
     public func statistics(inode: InodeNumber, request: consuming FUSERequest) {
         let blockSize: UInt64 = 4096
-        let totalBytes = manager.manifest.totalBytes.value  // saturating; bounded by validation
         var statistics = FileSystemStatistics()
         statistics.blockSize = blockSize
         statistics.fragmentSize = blockSize
-        statistics.totalBlocks = (UInt64(totalBytes) + blockSize - 1) / blockSize
+        statistics.totalBlocks = totalBlocks
         statistics.freeBlocks = 0
         statistics.availableBlocks = 0
         statistics.totalFiles = UInt64(index.entryCount) + 2

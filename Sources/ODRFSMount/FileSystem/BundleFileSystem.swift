@@ -30,12 +30,16 @@ public final class BundleFileSystem: FUSEFileSystem {
     let attributes: AttributeFactory
     let virtualFiles = VirtualFileTable()
     let readers = ReaderTable()
+    /// The bundle's size in 4 KiB blocks for statfs, summed once (a `df` loop must not walk the packs).
+    let totalBlocks: UInt64
 
     public init(index: FileIndex, manager: ResourceManager, logger: Logger) {
         self.index = index
         self.manager = manager
         self.logger = logger
         self.inodes = InodeMap(entryCount: index.entryCount)
+        // Saturating and bounded by manifest validation, so the rounding cannot overflow.
+        self.totalBlocks = (UInt64(manager.manifest.totalBytes.value) + 4095) / 4096
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         self.attributes = AttributeFactory(
