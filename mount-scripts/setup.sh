@@ -3,7 +3,8 @@
 # Idempotent: packages already present are not reinstalled.
 set -euo pipefail
 
-packages=(libfuse3-dev fuse3 attr pkg-config libsqlite3-dev ca-certificates nginx-light python3 gcc openssl)
+# nginx: the tests' origin and their caching proxy (proxy_cache); curl: header checks.
+packages=(libfuse3-dev fuse3 attr pkg-config libsqlite3-dev ca-certificates nginx-light python3 gcc openssl curl)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -47,7 +47,22 @@ extension StatusSnapshot {
         line += ", in use \(cache.inUseBytes)/\(cache.maximumInUse)"
         line += ", evictions \(cache.evictionCount)"
         if cache.isOverBudget { line += ", OVER BUDGET (retained packs cannot be purged)" }
-        return text + line + "\n"
+        return text + line + "\n" + renderOrigin()
+    }
+
+    /// "origin: online|offline (last contact …)" and one line per server; nothing for a local dist dir.
+    private func renderOrigin() -> String {
+        guard !mirrors.isEmpty || !online else { return "" }
+        var text = "origin: " + (online ? "online" : "OFFLINE (only cached packs open)")
+        text += ", last contact " + (lastOriginContact.map { $0.formatted(.iso8601) } ?? "never") + "\n"
+        for mirror in mirrors {
+            var line = "mirror: \(mirror.url)  " + (mirror.reachable ? "reachable" : "unreachable")
+            if let rtt = mirror.rttMilliseconds { line += String(format: "  rtt %.1f ms", rtt) }
+            if let errors = mirror.errors { line += "  errors \(errors)" }
+            if let error = mirror.error { line += "  last error: \(error)" }
+            text += line + "\n"
+        }
+        return text
     }
 
     private static func stateText(_ state: State, percent: Int?) -> String {

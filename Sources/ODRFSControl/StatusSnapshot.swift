@@ -121,6 +121,17 @@ public struct StatusSnapshot: Codable, Sendable, Equatable {
     public var tags: [TagEntry]
     /// The cache.
     public var cache: CacheEntry
+    /// False while no origin server answers (or with `--offline`): only cached packs open.
+    public var online = true
+    /// When an origin server last answered, possibly in an earlier mount; nil if never.
+    public var lastOriginContact: Date?
+    /// Every origin server with its state, round-trip time and errors; empty for a local dist dir.
+    public var mirrors: [MirrorEntry] = []
+
+    enum CodingKeys: String, CodingKey {
+        case packs, tags, cache, online, mirrors
+        case lastOriginContact = "last_origin_contact"
+    }
 
     /// A snapshot.
     public init(packs: [PackEntry], tags: [TagEntry], cache: CacheEntry) {

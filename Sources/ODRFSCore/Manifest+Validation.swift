@@ -12,6 +12,7 @@ extension Manifest {
         if let expires, !BundleLimits.expiryRange.contains(expires) {
             throw ManifestError(.invalidExpiry, "expires \(expires) is outside \(BundleLimits.expiryRange.lowerBound)...\(BundleLimits.expiryRange.upperBound) (Unix seconds)")
         }
+        try validateMirrors()
         guard BundleLimits.chunkSizeRange.contains(chunkSize) else {
             throw ManifestError(.invalidChunkSize, "chunkSize \(chunkSize.value) is outside \(BundleLimits.chunkSizeRange.lowerBound.value)...\(BundleLimits.chunkSizeRange.upperBound.value)")
         }
@@ -124,6 +125,27 @@ extension Manifest {
             let holders = holdersByTag[descriptor.tag] ?? []
             guard descriptor.packs == holders else {
                 throw ManifestError(.inconsistent, "tag '\(descriptor.tag)' lists packs \(descriptor.packs.map(\.rawValue)) but the packs holding it are \(holders.map(\.rawValue))")
+            }
+        }
+    }
+}
+
+extension Manifest {
+    /// ``mirrors``: bounded in number and length, http(s) only, printable ASCII (no spaces,
+    /// no control characters that could forge a log line). Deeper checks (no credentials in
+    /// the URL) are the fetcher's, which parses each one before use.
+    func validateMirrors() throws(ManifestError) {
+        guard let mirrors else { return }
+        guard mirrors.count <= Self.maximumMirrors else {
+            throw ManifestError(.tooLarge, "lists \(mirrors.count) mirrors; the limit is \(Self.maximumMirrors)")
+        }
+        for (position, url) in mirrors.enumerated() {
+            let bytes = url.utf8
+            let lowered = url.lowercased()
+            guard bytes.count <= Self.maximumMirrorURLBytes,
+                  bytes.allSatisfy({ $0 > 0x20 && $0 < 0x7F }),
+                  lowered.hasPrefix("http://") || lowered.hasPrefix("https://") else {
+                throw ManifestError(.invalidMirror, "mirrors[\(position)] is not an http(s) URL of at most \(Self.maximumMirrorURLBytes) printable ASCII characters")
             }
         }
     }

@@ -38,6 +38,15 @@ public struct Manifest: Codable, Sendable, Equatable {
     /// `odrfs build --expires`; absent means never. A mount with `--trust-key` refuses an
     /// expired manifest. Within ``BundleLimits/expiryRange``.
     public var expires: Int64?
+    /// Other servers holding this same dist dir (base URLs, http or https), which a mount
+    /// may fetch from besides its origin. Absent in most manifests. At most
+    /// ``maximumMirrors``, each an http(s) URL of at most ``maximumMirrorURLBytes`` bytes of
+    /// printable ASCII.
+    public var mirrors: [String]?
+
+    /// Bounds on ``mirrors``: the manifest is hostile input.
+    public static let maximumMirrors = 16
+    public static let maximumMirrorURLBytes = 2048
 
     /// The revision of a manifest that has no `revision` key (built before revisions
     /// existed): the first revision, so that the next build into its dist dir makes 2.
@@ -72,6 +81,7 @@ public struct Manifest: Codable, Sendable, Equatable {
         prefetch = try container.decode([Tag].self, forKey: .prefetch)
         revision = try container.decodeIfPresent(Int64.self, forKey: .revision) ?? Self.unrevisioned
         expires = try container.decodeIfPresent(Int64.self, forKey: .expires)
+        mirrors = try container.decodeIfPresent([String].self, forKey: .mirrors)
     }
 
     /// The bundle version of a bundle with this index and these packs. Pack ids take part so that

@@ -22,6 +22,8 @@ public struct ManifestError: Error, CustomStringConvertible, Equatable {
         case invalidExpiry
         /// A size or count beyond ``BundleLimits``.
         case tooLarge
+        /// An entry of `mirrors` is not a usable http(s) URL.
+        case invalidMirror
     }
 
     public let kind: Kind

@@ -73,11 +73,13 @@ extension HTTPOrigin {
                 request.headers.replaceOrAdd(name: "Authorization", value: authorization)
             }
             let response: HTTPClientResponse
+            let sent = ContinuousClock.now
             do {
                 response = try await client.execute(request, deadline: deadline)
             } catch {
                 throw AttemptFailure.classify(error, url: shown)
             }
+            healthRecord.recordResponse(status: Int(response.status.code), roundTrip: ContinuousClock.now - sent)
             guard [301, 302, 303, 307, 308].contains(response.status.code),
                   let location = response.headers.first(name: "Location")
             else {

@@ -21,6 +21,11 @@ import Synchronization
 ///   the fetch fails with `.unreachable`, naming the URL, the attempts and the last error.
 ///   404/410 fail at once with `.notFound`, 401/403 with `.unauthorized`, a file larger
 ///   than expected with `.corrupt`.
+/// - When no connection can be made at all (refused, no route, DNS failure, connect
+///   timeout) the fetch fails with `.unreachable` after `unreachableAfter` (2.5 s) instead:
+///   nobody is there, and an open must not wait half a minute to learn it. The connection
+///   pool's own reconnect loop is off so that these failures reach this loop at once.
+/// - Every response head and every connection failure is recorded in ``healthRecord``.
 /// - A bearer token goes to the origin's own scheme, host and port only, never along a
 ///   redirect elsewhere. Neither the token nor the URL's query appears in logs or errors.
 ///
@@ -34,6 +39,9 @@ public final class HTTPOrigin: Origin {
     let fetchDeadline: Duration
     let backoff: RetryBackoff
     let logger: Logger
+    /// Reachability, round-trip time and errors of this server, for status and probes.
+    public let healthRecord: OriginHealth
+    let unreachableAfter: Duration
     private let isShutDown = Mutex(false)
 
     static let maxRedirects = 5
@@ -51,14 +59,20 @@ public final class HTTPOrigin: Origin {
         configuration.decompression = .disabled
         // A read stall is cut after a third of the deadline so that a fresh connection gets a try.
         let deadline = options.fetchDeadline
-        configuration.timeout = .init(connect: TimeAmount(min(deadline, .seconds(10))),
+        configuration.timeout = .init(connect: TimeAmount(min(deadline, options.connectTimeout)),
                                       read: TimeAmount(max(.milliseconds(500), min(.seconds(10), deadline / 3))))
         configuration.connectionPool = .init(idleTimeout: .seconds(60),
                                              concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, options.maxConnections))
+        // Connection failures come back to `download` at once, which retries them on its own
+        // (short) budget; the pool would otherwise retry until the whole deadline passed.
+        configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.proxy = try options.proxy.proxy(scheme: address.scheme, host: address.host)
         self.client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
         self.fetchDeadline = options.fetchDeadline
         self.backoff = RetryBackoff()
         self.logger = logger
+        self.healthRecord = OriginHealth(url: address.displayName)
+        self.unreachableAfter = options.unreachableAfter
     }
 
     deinit {
@@ -70,6 +84,8 @@ public final class HTTPOrigin: Origin {
     }
 
     public var displayName: String { address.displayName }
+
+    public var health: [OriginHealth] { [healthRecord] }
 
     public func shutdown() async {
         let first = isShutDown.withLock { done in
@@ -85,14 +101,28 @@ public final class HTTPOrigin: Origin {
         expectedBytes: ByteCount,
         into consume: (ByteBuffer) async throws(FetchError) -> Void
     ) async throws(FetchError) {
+        try await download(path, from: 0, expectedBytes: expectedBytes, into: consume)
+    }
+
+    /// Resumes with `Range: bytes=<offset>-` (a mirror taking over another's download).
+    public func download(
+        _ path: String,
+        from offset: Int64,
+        expectedBytes: ByteCount,
+        into consume: (ByteBuffer) async throws(FetchError) -> Void
+    ) async throws(FetchError) {
         let shown = address.displayURL(for: path)
         var transfer = TransferState()
+        transfer.delivered = max(0, min(offset, expectedBytes.value))
         var attempts = 0
         var failuresInARow = 0
         var random = SystemRandomNumberGenerator()
+        // When the current run of "nobody there" failures began; nil after any answer.
+        var unreachableSince: ContinuousClock.Instant?
         while true {
             attempts += 1
             let before = transfer.delivered
+            let started = ContinuousClock.now
             do {
                 try await attempt(path, expectedBytes: expectedBytes, transfer: &transfer, consume: consume)
                 return
@@ -101,11 +131,22 @@ public final class HTTPOrigin: Origin {
                 let retryAfter: Duration?
                 switch error {
                 case .fatal(let failure): throw failure
-                case .transient(let text, let wait): (reason, retryAfter) = (text, wait)
+                case .transient(let text, let wait):
+                    (reason, retryAfter) = (text, wait)
+                    unreachableSince = nil
+                    healthRecord.recordError(text)
+                case .unreachable(let text):
+                    (reason, retryAfter) = (text, nil)
+                    unreachableSince = unreachableSince ?? started
+                    healthRecord.recordUnreachable(text)
                 }
                 // A download that moved forward starts its backoff afresh.
                 failuresInARow = transfer.delivered > before ? 1 : failuresInARow + 1
                 let delay = max(backoff.delay(afterFailure: failuresInARow, using: &random), retryAfter ?? .zero)
+                if let since = unreachableSince, ContinuousClock.now + delay >= since + unreachableAfter {
+                    // Logged once by whoever wanted the file (the open, the mount); retries were debug.
+                    throw FetchError(.unreachable, "cannot reach the origin for \(shown): \(reason) (\(attempts) attempt(s) in \(Self.seconds(ContinuousClock.now - since)))")
+                }
                 if ContinuousClock.now + delay >= transfer.lastProgress + fetchDeadline {
                     logger.error("fetch failed", metadata: ["fetch.url": "\(shown)", "fetch.attempts": "\(attempts)",
                                                            "fetch.error": "\(reason)"])
@@ -114,7 +155,7 @@ public final class HTTPOrigin: Origin {
                     }
                     throw FetchError(.unreachable, "cannot fetch \(shown): no progress for \(fetchDeadline) after \(attempts) attempt(s); last error: \(reason)")
                 }
-                logger.notice("fetch attempt failed; retrying", metadata: [
+                logger.log(level: unreachableSince == nil ? .notice : .debug, "fetch attempt failed; retrying", metadata: [
                     "fetch.url": "\(shown)", "fetch.attempt": "\(attempts)", "fetch.error": "\(reason)",
                     "fetch.offset": "\(transfer.delivered)", "fetch.retry_in": "\(delay)",
                 ])
@@ -125,6 +166,12 @@ public final class HTTPOrigin: Origin {
                 }
             }
         }
+    }
+
+    /// "1.2 s": durations in messages, without Duration's attosecond digits.
+    static func seconds(_ duration: Duration) -> String {
+        let milliseconds = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+        return String(format: "%.1f s", Double(milliseconds) / 1000)
     }
 
     /// The first line of the token file, trimmed; the message never includes the contents.

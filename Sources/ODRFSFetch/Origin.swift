@@ -24,13 +24,61 @@ public protocol Origin: Sendable {
         into consume: (ByteBuffer) async throws(FetchError) -> Void
     ) async throws(FetchError)
 
+    /// Like `download(_:expectedBytes:into:)` but from byte `offset` on: `consume` gets the
+    /// bytes after the first `offset`. Used to move a download to another mirror without
+    /// fetching again what is already verified.
+    func download(
+        _ path: String,
+        from offset: Int64,
+        expectedBytes: ByteCount,
+        into consume: (ByteBuffer) async throws(FetchError) -> Void
+    ) async throws(FetchError)
+
+    /// Whether another server could still serve `path` after one sent bad bytes for it
+    /// (see ``MirrorSet``); a download that failed verification is then worth retrying.
+    func hasAlternative(for path: String) -> Bool
+
     /// Releases connections and threads; the daemon calls it once at exit, after the last fetch.
     func shutdown() async
+
+    /// The health records of the servers behind this origin (one per HTTP server), for
+    /// status and the background probe. Empty for a local dist dir, which is always there.
+    var health: [OriginHealth] { get }
 }
 
 extension Origin {
     /// Nothing to release by default (a file origin holds no open files between calls).
     public func shutdown() async {}
+
+    /// No network behind it: nothing to report.
+    public var health: [OriginHealth] { [] }
+
+    /// One server: nowhere else to go.
+    public func hasAlternative(for path: String) -> Bool { false }
+
+    /// Reads the whole file and skips the first `offset` bytes: correct for any origin;
+    /// HTTP origins override it with a range request.
+    public func download(
+        _ path: String,
+        from offset: Int64,
+        expectedBytes: ByteCount,
+        into consume: (ByteBuffer) async throws(FetchError) -> Void
+    ) async throws(FetchError) {
+        var skip = max(0, offset)
+        try await download(path, expectedBytes: expectedBytes) { (bytes: ByteBuffer) async throws(FetchError) in
+            var bytes = bytes
+            let dropped = Int(min(skip, Int64(bytes.readableBytes)))
+            bytes.moveReaderIndex(forwardBy: dropped)
+            skip -= Int64(dropped)
+            if bytes.readableBytes > 0 { try await consume(bytes) }
+        }
+    }
+
+    /// False when every server behind this origin failed to answer its last request.
+    public var isOnline: Bool {
+        let records = health
+        return records.isEmpty || records.contains { $0.isOnline }
+    }
 }
 
 extension Origin {
@@ -65,5 +113,15 @@ public enum OriginLocator {
             path = url.path
         }
         return try FileOrigin(root: path, fetchDeadline: options.fetchDeadline)
+    }
+
+    /// How `argument` is shown in messages without creating the origin: an HTTP(S) URL
+    /// without credentials or query, a path as given.
+    public static func displayName(for argument: String) -> String {
+        let lowered = argument.lowercased()
+        if lowered.hasPrefix("http://") || lowered.hasPrefix("https://") {
+            return (try? OriginAddress(argument))?.displayName ?? "the origin"
+        }
+        return argument
     }
 }

@@ -13,6 +13,16 @@ public struct OriginOptions: Sendable, Codable {
     public var fetchDeadline: Duration
     /// The most connections open to the origin at once; further requests queue.
     public var maxConnections: Int
+    /// How long one TCP connect may take. A host that drops packets (no answer at all)
+    /// costs this much per attempt.
+    public var connectTimeout: Duration = .seconds(2)
+    /// How long a fetch keeps retrying while no connection can be made at all (refused,
+    /// no route, DNS failure, connect timeout) before it fails with `.unreachable`. Kept
+    /// short so that an open fails within 5 s when the origin is down; a server that is
+    /// there but slow or stalled gets the whole `fetchDeadline`.
+    public var unreachableAfter: Duration = .milliseconds(2500)
+    /// The forward proxy to go through (`--proxy` or the environment); none by default.
+    public var proxy = ProxySettings()
 
     public init(tokenFile: String? = nil, caFile: String? = nil,
                 fetchDeadline: Duration = .seconds(30), maxConnections: Int = 8) {

@@ -50,7 +50,11 @@ public struct PackDownloader: Sendable {
     /// already advanced when `progress` runs; marking it complete after publication is left
     /// to the caller that records the pack as local.
     @discardableResult
-    public func fetch(_ pack: PackDescriptor, progress: @escaping @Sendable (Progress) -> Void = { _ in }) async throws(FetchError) -> CachedPack {
+    ///
+    /// `pacing`, if given, is awaited with each buffer's size before the buffer is written:
+    /// the scheduler holds background downloads there (pauses, rate limits).
+    public func fetch(_ pack: PackDescriptor, pacing: (@Sendable (Int) async throws(FetchError) -> Void)? = nil,
+                      progress: @escaping @Sendable (Progress) -> Void = { _ in }) async throws(FetchError) -> CachedPack {
         let store = self.store
         let file = try await io.run { () throws(FetchError) -> TemporaryFile in
             do throws(StoreError) {
@@ -63,26 +67,49 @@ public struct PackDownloader: Sendable {
         var verifier = PackVerifier(expected: pack, chunkSize: chunkSize)
         var reported: (received: Int64, verified: Int64)?
         let chunkBytes = chunkSize.value
+        // Where the next attempt starts: after bad bytes from one mirror, the verified prefix.
+        var offset: Int64 = 0
+        var restarts = 0
         do {
-            try await origin.download(pack.file, expectedBytes: pack.bytes) { (bytes: ByteBuffer) async throws(FetchError) in
-                bytes.withUnsafeReadableBytes { verifier.update($0) }
-                if let bad = verifier.firstMismatchedChunk {
-                    // No point downloading the rest of a pack that is already known to be wrong.
-                    throw FetchError(.corrupt, "pack '\(pack.id)' (\(pack.file)) from \(origin.displayName) failed verification: chunk \(bad) differs from the manifest")
+            attempts: while true {
+                let failure: FetchError
+                do throws(FetchError) {
+                    try await origin.download(pack.file, from: offset, expectedBytes: pack.bytes) { (bytes: ByteBuffer) async throws(FetchError) in
+                        bytes.withUnsafeReadableBytes { verifier.update($0) }
+                        if let bad = verifier.firstMismatchedChunk {
+                            // No point downloading the rest of a pack that is already known to be wrong.
+                            throw FetchError(.corrupt, "pack '\(pack.id)' (\(pack.file)) from \(origin.displayName) failed verification: chunk \(bad) differs from the manifest")
+                        }
+                        // Waiters care about the verified prefix, which moves once per chunk; status
+                        // about bytes received. Report the first write (it names the file), every new
+                        // verified chunk, and otherwise about once per chunk of bytes.
+                        let received = verifier.bytesReceived.value
+                        let verified = verifier.verifiedPrefix.value
+                        let report = reported == nil || verified != reported!.verified || received - reported!.received >= chunkBytes
+                        if report { reported = (received, verified) }
+                        if let pacing { try await pacing(bytes.readableBytes) }
+                        try await io.run { () throws(FetchError) in
+                            try Self.write(bytes, to: file)
+                            guard report else { return }
+                            readable.advance(to: verified)
+                            progress(Progress(received: ByteCount(received), verified: ByteCount(verified), file: readable))
+                        }
+                    }
+                    break attempts
+                } catch {
+                    failure = error
                 }
-                // Waiters care about the verified prefix, which moves once per chunk; status
-                // about bytes received. Report the first write (it names the file), every new
-                // verified chunk, and otherwise about once per chunk of bytes.
-                let received = verifier.bytesReceived.value
-                let verified = verifier.verifiedPrefix.value
-                let report = reported == nil || verified != reported!.verified || received - reported!.received >= chunkBytes
-                if report { reported = (received, verified) }
-                try await io.run { () throws(FetchError) in
-                    try Self.write(bytes, to: file)
-                    guard report else { return }
-                    readable.advance(to: verified)
-                    progress(Progress(received: ByteCount(received), verified: ByteCount(verified), file: readable))
+                guard failure.kind == .corrupt, restarts < Self.maximumRestarts, origin.hasAlternative(for: pack.file) else {
+                    throw failure
                 }
+                // Another server may have the right bytes: keep what is verified, fetch the rest there.
+                restarts += 1
+                offset = verifier.verifiedPrefix.value
+                verifier = try await Self.rewind(file, readable: readable, to: offset, pack: pack, chunkSize: chunkSize, io: io)
+                reported = nil
+                logger.notice("resuming the pack from another server after bad bytes", metadata: [
+                    "pack.id": "\(pack.id)", "fetch.offset": "\(offset)", "restart": "\(restarts)",
+                ])
             }
             try verifier.finish()
         } catch let error as FetchError {

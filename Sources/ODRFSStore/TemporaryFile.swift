@@ -34,6 +34,14 @@ public final class TemporaryFile: Sendable {
         }
     }
 
+    /// Cuts the file back to its first `length` bytes and appends from there: a download
+    /// that moves to another server after bad bytes keeps only its verified prefix.
+    public func truncate(to length: Int64) throws(StoreError) {
+        guard ftruncate(descriptor, off_t(length)) == 0, lseek(descriptor, off_t(length), SEEK_SET) >= 0 else {
+            throw StoreError.system("cannot truncate", path: path)
+        }
+    }
+
     /// Deletes the file now.
     public func discard() {
         guard isOpen.exchange(false, ordering: .acquiringAndReleasing) else { return }

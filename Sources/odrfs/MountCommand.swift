@@ -54,6 +54,21 @@ struct MountCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Packs downloading at once.")
     var maxDownloads: Int = 8
 
+    @Option(name: .long, help: "Another http(s) server of the same dist dir (repeatable); append ,token-file=F for its own bearer token (--token-file is for the main origin only).")
+    var mirror: [String] = []
+
+    @Option(name: .long, help: "An HTTP proxy (http://[user:pass@]host:port) for the origin and mirrors; default: HTTPS_PROXY / HTTP_PROXY, except hosts in NO_PROXY.")
+    var proxy: String?
+
+    @Option(name: .long, help: "Cap on prefetch and background download bandwidth together, in bytes per second (e.g. 2M, 500K); opens and requests are never capped.")
+    var maxBackgroundRate: ByteCountArgument?
+
+    @Option(name: .long, help: "Hold prefetch until no open has waited for this long after the mount is ready (e.g. 500ms, 5s, 1m); initial-install tags are never delayed.")
+    var prefetchDelay: DurationArgument?
+
+    @Flag(name: .long, help: "Never contact the origin: mount the cached bundle version; opens of packs not cached fail at once with EIO.")
+    var offline = false
+
     @Flag(name: .long, help: "Stay in the foreground and log to stderr.")
     var foreground = false
 
@@ -72,8 +87,32 @@ struct MountCommand: AsyncParsableCommand {
     func validate() throws {
         guard fetchTimeout > 0 else { throw ValidationError("--fetch-timeout must be positive") }
         guard maxDownloads > 0 else { throw ValidationError("--max-downloads must be at least 1") }
+        if let maxBackgroundRate, maxBackgroundRate.value.value < 1024 {
+            throw ValidationError("--max-background-rate must be at least 1K (bytes per second)")
+        }
         if let tokenFile, access(tokenFile, R_OK) != 0 {
             throw ValidationError("cannot read the token file \(tokenFile): \(String(cString: strerror(errno)))")
+        }
+        for option in try parsedMirrors() {
+            if let tokenFile = option.tokenFile, access(tokenFile, R_OK) != 0 {
+                throw ValidationError("cannot read the token file \(tokenFile) of a --mirror: \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+
+    /// The `--mirror` options, parsed; token files made absolute for the daemon.
+    func parsedMirrors() throws -> [MirrorOption] {
+        guard mirror.count <= MirrorSet.maximumMembers - 1 else {
+            throw ValidationError("at most \(MirrorSet.maximumMembers - 1) --mirror options")
+        }
+        return try mirror.map { argument in
+            do throws(FetchError) {
+                var option = try MirrorOption(parsing: argument)
+                option.tokenFile = option.tokenFile.map(Self.absolute)
+                return option
+            } catch {
+                throw ValidationError(error.message)
+            }
         }
     }
 
@@ -105,7 +144,11 @@ struct MountCommand: AsyncParsableCommand {
             tokenFile: tokenFile.map(Self.absolute), caFile: caFile.map(Self.absolute),
             fetchDeadline: .milliseconds(Int64(fetchTimeout * 1000))
         )
+        configuration.originOptions.proxy = ProxySettings.resolve(explicit: proxy)
         configuration.maximumConcurrentDownloads = maxDownloads
+        configuration.schedule = SchedulerSettings(maximumBackgroundRate: maxBackgroundRate?.value, prefetchDelay: prefetchDelay?.value)
+        configuration.offline = offline
+        configuration.mirrors = try parsedMirrors()
         configuration.trustedKeys = try trustKeys.map(Self.loadTrustKey)
         configuration.limits = CacheLimits(
             budget: cacheSize?.value, minimumFree: minFree?.value,

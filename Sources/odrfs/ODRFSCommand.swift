@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 /// The `odrfs` executable: one subcommand per file in this folder.
 @main
@@ -17,7 +18,26 @@ struct ODRFSCommand: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             BuildCommand.self, ServeCommand.self, MountCommand.self, UnmountCommand.self, StatusCommand.self,
-            RequestCommand.self, PriorityCommand.self, PurgeCommand.self, KeygenCommand.self,
+            RequestCommand.self, PriorityCommand.self, PurgeCommand.self, KeygenCommand.self, ProbeCommand.self,
         ]
     )
+
+    /// ArgumentParser's own main, except that `odrfs probe` exits with 2 (not 64) on bad
+    /// arguments: its contract is 0 mountable, 1 not, 2 usage, like `cvmfs_config probe`.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            if CommandLine.arguments.dropFirst().first == "probe", exitCode(for: error) == .validationFailure {
+                FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+                Glibc.exit(2)
+            }
+            exit(withError: error)
+        }
+    }
 }

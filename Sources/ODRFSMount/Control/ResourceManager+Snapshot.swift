@@ -15,7 +15,7 @@ extension ResourceManager {
             )
         }
         let cache = cacheStatus()
-        return StatusSnapshot(
+        var snapshot = StatusSnapshot(
             packs: packs,
             tagPriorities: tagPriorities(),
             cache: StatusSnapshot.CacheEntry(
@@ -26,6 +26,8 @@ extension ResourceManager {
                 evictionCount: cache.evictionCount
             )
         )
+        snapshot.describeOrigin(downloader.origin)
+        return snapshot
     }
 
     /// Bytes local (or downloaded so far) and in total, over `packs`.

@@ -42,6 +42,10 @@ enum BundleLoader {
                 throw MountError("cannot read the bundle's manifest from \(origin.displayName): \(error)")
             }
             let cachedSignature = await io.run { FileManager.default.contents(atPath: layout.manifestSignatureFile) }
+            // The cached manifest was written when the origin last answered: status shows its age.
+            if let saved = await io.run({ try? FileManager.default.attributesOfItem(atPath: layout.manifestFile)[.modificationDate] as? Date }) {
+                origin.health.forEach { $0.seedLastContact(saved) }
+            }
             let loaded: LoadedManifest
             if trustedKeys.isEmpty {
                 guard let manifest = try? Manifest.decode(cached) else {

@@ -24,6 +24,13 @@ public struct MountConfiguration: Sendable, Codable {
     /// `--trust-key`: the public keys (their contents, not paths) of which one must have
     /// signed the manifest. Empty: the manifest is trusted as served (no signature check).
     public var trustedKeys: [TrustKey] = []
+    /// `--offline`: never contact the origin; mount the cached bundle version, and fail
+    /// opens of packs that are not cached at once with EIO.
+    public var offline = false
+    /// `--mirror URL[,token-file=F]`: other servers of the same dist dir.
+    public var mirrors: [MirrorOption] = []
+    /// `--max-background-rate` and `--prefetch-delay`.
+    public var schedule = SchedulerSettings()
 
     public init(origin: String, mountpoint: String, cacheDirectory: String? = nil, fuseOptions: [String] = []) {
         self.origin = origin

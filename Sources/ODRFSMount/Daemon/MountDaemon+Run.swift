@@ -21,7 +21,9 @@ extension MountDaemon {
                       successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup),
                 .init(service: ControlSocketService(server: control)),
                 .init(service: MaintenanceService(manager: manager)),
-                .init(service: PrefetchService(manager: manager, logger: logger), successTerminationBehavior: .ignore),
+                .init(service: PrefetchService(manager: manager, logger: logger, delay: prefetchDelay), successTerminationBehavior: .ignore),
+                .init(service: OriginProbeService(origin: origin, manifestLimit: manifestLimit, logger: logger),
+                      successTerminationBehavior: .ignore),
             ],
             // libfuse's handlers own SIGINT/SIGTERM/SIGHUP: they end the FUSE loop, which ends the group.
             gracefulShutdownSignals: [],

@@ -23,9 +23,16 @@ public final class MountDaemon: Sendable {
     let runtime: RuntimeDirectory
     let control: ControlServer
     let logger: Logger
+    /// The largest manifest the background probe accepts (``MountConfiguration/manifestLimit``).
+    let manifestLimit: ByteCount
+    /// `--prefetch-delay`.
+    let prefetchDelay: Duration?
 
-    private init(mountpoint: String, origin: any Origin, manager: ResourceManager, session: FUSESession, logger: Logger) {
+    private init(mountpoint: String, origin: any Origin, manager: ResourceManager, session: FUSESession,
+                 manifestLimit: ByteCount, prefetchDelay: Duration?, logger: Logger) {
         self.mountpoint = mountpoint
+        self.manifestLimit = manifestLimit
+        self.prefetchDelay = prefetchDelay
         self.origin = origin
         self.manager = manager
         self.session = session
@@ -47,10 +54,15 @@ public final class MountDaemon: Sendable {
     ) async throws(MountError) -> MountDaemon {
         let mountpoint = try Mountpoint.validate(configuration.mountpoint)
         let origin: any Origin
-        do {
-            origin = try OriginLocator.origin(for: configuration.origin, options: configuration.originOptions, logger: logger)
-        } catch {
-            throw MountError("cannot use origin: \(error)")
+        if configuration.offline {
+            origin = OfflineOrigin(displayName: OriginLocator.displayName(for: configuration.origin), lastContact: nil)
+        } else {
+            do {
+                origin = try OriginLocator.origin(for: configuration.origin, mirrors: configuration.mirrors,
+                                                  options: configuration.originOptions, logger: logger)
+            } catch {
+                throw MountError("cannot use origin: \(error)")
+            }
         }
         do {
             return try await assemble(configuration, mountpoint: mountpoint, origin: origin, logger: logger, progress: progress)
@@ -85,7 +97,9 @@ public final class MountDaemon: Sendable {
             "signed": "\(bundle.isSigned)", "files": "\(index.entryCount)",
             "packs": "\(manifest.packs.count)", "cache": "\(cacheRoot)",
         ])
-        return MountDaemon(mountpoint: mountpoint, origin: origin, manager: manager, session: session, logger: logger)
+        return MountDaemon(mountpoint: mountpoint, origin: origin, manager: manager, session: session,
+                           manifestLimit: configuration.manifestLimit, prefetchDelay: configuration.schedule.prefetchDelay,
+                           logger: logger)
     }
 
     /// Attaches the kernel mount. After this returns the mount is usable.

@@ -106,9 +106,12 @@ struct MaintenanceService: Service {
 struct PrefetchService: Service {
     let manager: ResourceManager
     let logger: Logger
+    /// `--prefetch-delay`: no open may have waited for this long before prefetch starts.
+    var delay: Duration?
 
     func run() async {
         await cancelWhenGracefulShutdown {
+            if let delay { await manager.waitForQuiet(delay) }
             await Self.prefetch(manager: manager, logger: logger)
         }
     }
@@ -119,6 +122,8 @@ struct PrefetchService: Service {
         for tag in manifest.prefetch {
             for pack in manifest.packs(for: tag) where seen.insert(pack).inserted {
                 if Task.isCancelled { return }
+                // Offline: wait for the origin rather than fail every remaining pack now.
+                await OriginProbeService.waitUntilOnline(manager.downloader.origin)
                 if let budget = manager.limits.budget {
                     let cache = manager.cacheStatus()
                     if cache.cachedBytes + cache.reservedBytes + manifest.pack(pack).bytes.value > budget.value,

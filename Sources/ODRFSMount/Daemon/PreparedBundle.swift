@@ -37,6 +37,7 @@ struct PreparedBundle: Sendable {
             let loaded = try await BundleLoader.loadManifest(from: origin, store: store, limit: configuration.manifestLimit,
                                                          trustedKeys: configuration.trustedKeys, logger: logger)
         let manifest = loaded.manifest
+            await ManifestMirrors.adopt(manifest, into: origin, options: configuration.originOptions, logger: logger)
             let downloader = PackDownloader(origin: origin, store: store, chunkSize: manifest.chunkSize, logger: logger)
             let index = try await BundleLoader.loadIndex(manifest.index, store: store, downloader: downloader)
             do {
@@ -53,9 +54,10 @@ struct PreparedBundle: Sendable {
             do {
                 let limits = configuration.limits
                 let downloads = configuration.maximumConcurrentDownloads
+                let schedule = configuration.schedule
                 manager = try await io.run { () throws(StoreError) in
                     try ResourceManager(manifest: manifest, store: store, downloader: downloader, limits: limits,
-                                        maximumConcurrentDownloads: downloads, logger: logger, io: io)
+                                        maximumConcurrentDownloads: downloads, logger: logger, io: io, schedule: schedule)
                 }
             } catch {
                 throw MountError("cannot read the cache index: \(error)")

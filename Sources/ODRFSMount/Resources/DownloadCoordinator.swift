@@ -63,9 +63,14 @@ final class DownloadCoordinator: Sendable {
     let observers: ProgressObservers
     let io: IOExecutor
     let logger: Logger
+    /// Opens waiting for bytes: prefetch and background downloads pause while any do.
+    let foreground = ForegroundGate()
+    /// `--max-background-rate`, shared by every prefetch and background download.
+    let backgroundRate: RateLimiter?
 
     init(table: PackTable, downloader: PackDownloader, purger: Purger, maximumConcurrent: Int,
-         observers: ProgressObservers, io: IOExecutor, logger: Logger) {
+         observers: ProgressObservers, io: IOExecutor, logger: Logger, schedule: SchedulerSettings = SchedulerSettings()) {
+        self.backgroundRate = schedule.maximumBackgroundRate.map { RateLimiter(bytesPerSecond: $0.value) }
         self.table = table
         self.downloader = downloader
         self.purger = purger
@@ -138,9 +143,10 @@ final class DownloadCoordinator: Sendable {
                 return .ready(file)
             }
             guard registers else { return .unavailable }
-            let waiter = Waiter(retains: retains, prefix: prefix, resume: resume)
+            if state.slots[index].download == nil && !startIfNeeded { return .unavailable }
+            // An open (urgent) counts as waiting until resumed: background downloads step aside.
+            let waiter = Waiter(retains: retains, prefix: prefix, resume: priority == .urgent ? foreground.track(resume) : resume)
             if state.slots[index].download == nil {
-                guard startIfNeeded else { return .unavailable }
                 state.slots[index].download = Download(waiters: [waiterID: waiter], priority: priority, ticket: queue.makeTicket())
                 // Reserve before starting, so concurrent downloads cannot overshoot together.
                 state.reservedBytes += table.manifest.pack(pack).bytes.value
@@ -194,7 +200,7 @@ final class DownloadCoordinator: Sendable {
         logger.info("fetching pack", metadata: ["pack.id": "\(descriptor.id)", "pack.bytes": "\(descriptor.bytes.value)", "priority": "\(priority)"])
         // Detached: the download belongs to every waiter, not to the first one, so the
         // first waiter's cancellation must not cancel it (the last one's does).
-        let task = Task.detached(priority: priority == .prefetch ? .background : .userInitiated) { [self] in
+        let task = Task.detached(priority: priority <= .prefetch ? .background : .userInitiated) { [self] in
             let started = ContinuousClock.now
             let result: Result<Void, FetchError>
             do throws(FetchError) {
@@ -205,7 +211,7 @@ final class DownloadCoordinator: Sendable {
                 }
                 defer { queue.release(ticket) }
                 try await io.run { () throws(FetchError) in try self.purger.makeRoom(for: pack) }
-                try await downloader.fetch(descriptor) { progress in
+                try await downloader.fetch(descriptor, pacing: pacing(for: pack)) { progress in
                     self.advance(pack, to: progress)
                 }
                 result = .success(())

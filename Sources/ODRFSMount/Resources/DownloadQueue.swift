@@ -1,14 +1,17 @@
 import Synchronization
 
-/// How urgently a download is wanted. A blocked open() is urgent; explicit tag
-/// requests carry their loading priority (0…1); prefetch is lowest.
+/// How urgently a download is wanted, in classes: a blocked open() is urgent; explicit tag
+/// requests carry their loading priority (0…1); then prefetch; background work (updates)
+/// is lowest. Prefetch and background downloads pause while an open waits.
 public enum DownloadPriority: Comparable, Sendable, CustomStringConvertible {
+    case background
     case prefetch
     case request(Double)
     case urgent
 
     public var description: String {
         switch self {
+        case .background: return "background"
         case .prefetch: return "prefetch"
         case .request(let value): return "\(value)"
         case .urgent: return "urgent"
@@ -114,7 +117,7 @@ final class DownloadQueue: Sendable {
     }
 
     private static func mayStart(_ priority: DownloadPriority, running: Int, maximum: Int) -> Bool {
-        let limit = priority == .prefetch && maximum > 1 ? maximum - 1 : maximum
+        let limit = priority <= .prefetch && maximum > 1 ? maximum - 1 : maximum
         return running < limit
     }
 }

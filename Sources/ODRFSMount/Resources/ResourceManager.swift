@@ -48,7 +48,8 @@ public final class ResourceManager: Sendable {
         logger: Logger,
         clock: @escaping @Sendable () -> Date = Date.init,
         availableBytes: (@Sendable () -> Int64?)? = nil,
-        io: IOExecutor = .cache
+        io: IOExecutor = .cache,
+        schedule: SchedulerSettings = SchedulerSettings()
     ) throws(StoreError) {
         self.manifest = manifest
         self.limits = limits
@@ -63,7 +64,7 @@ public final class ResourceManager: Sendable {
         progressObservers = ProgressObservers()
         coordinator = DownloadCoordinator(table: table, downloader: downloader, purger: purger,
                                           maximumConcurrent: maximumConcurrentDownloads, observers: progressObservers,
-                                          io: io, logger: logger)
+                                          io: io, logger: logger, schedule: schedule)
     }
 
     // MARK: Access

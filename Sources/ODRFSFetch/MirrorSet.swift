@@ -1,0 +1,183 @@
+import Foundation
+import Logging
+import NIOCore
+import ODRFSCore
+import Synchronization
+
+/// Several servers holding the same dist dir (a CDN and a fallback bucket, a LAN mirror and
+/// the internet), used as one origin: the downloader never knows which server sent a byte,
+/// and every byte is verified the same way whichever did.
+///
+/// How a download goes:
+/// - Servers are tried healthiest first (``ranking(for:)``): those that answered before
+///   those that did not, fewer failures in a row first, then the lowest round-trip time,
+///   then the order given (the main origin first).
+/// - When one fails or stalls (its own retries used up, see ``HTTPOrigin``), the download
+///   moves to the next, resuming with a range request from the bytes already delivered.
+///   Members are created with a zero connect-failure budget, so a server that refuses
+///   connections costs one attempt; the set itself keeps going round for
+///   `unreachableAfter` while no server can be reached at all.
+/// - A server whose bytes failed verification (the consumer threw `.corrupt`) is not used
+///   for that file again; ``hasAlternative(for:)`` tells the downloader whether another
+///   server remains to retry with.
+/// - 404 and 401 from one server move on too (a mirror may lag or want another token); the
+///   error the caller gets is the last server's.
+public final class MirrorSet: Origin {
+    /// One server with its health record.
+    struct Member: Sendable {
+        let origin: any Origin
+        let record: OriginHealth
+    }
+
+    /// The most servers a set holds (command line and manifest together): the manifest is
+    /// hostile input and a long list would only multiply failed attempts.
+    public static let maximumMembers = 16
+
+    private let members: Mutex<[Member]>
+    /// Indexes of members that served bad bytes, per file path.
+    private let distrusted = Mutex<[String: Set<Int>]>([:])
+    let unreachableAfter: Duration
+    let logger: Logger
+
+    /// - Parameter origins: the main origin first, then the mirrors in the order given.
+    public init(_ origins: [any Origin], unreachableAfter: Duration = .milliseconds(2500), logger: Logger) {
+        members = Mutex(origins.prefix(Self.maximumMembers).map(Self.member))
+        self.unreachableAfter = unreachableAfter
+        self.logger = logger
+    }
+
+    private static func member(_ origin: any Origin) -> Member {
+        Member(origin: origin, record: origin.health.first ?? OriginHealth(url: origin.displayName))
+    }
+
+    /// Adds a server (e.g. one the manifest lists) unless one with the same URL is already
+    /// in the set or the set is full. Returns whether it was added.
+    @discardableResult
+    public func add(_ origin: any Origin) -> Bool {
+        members.withLock { members in
+            guard members.count < Self.maximumMembers,
+                  !members.contains(where: { $0.origin.displayName == origin.displayName }) else { return false }
+            members.append(Self.member(origin))
+            return true
+        }
+    }
+
+    /// The URLs of the servers, main origin first.
+    public var urls: [String] { members.withLock { $0.map(\.origin.displayName) } }
+
+    public var displayName: String {
+        let all = members.withLock { $0 }
+        guard let first = all.first else { return "no origin" }
+        return all.count == 1 ? first.origin.displayName : "\(first.origin.displayName) (+\(all.count - 1) mirrors)"
+    }
+
+    public var health: [OriginHealth] { members.withLock { $0.map(\.record) } }
+
+    public func hasAlternative(for path: String) -> Bool {
+        !ranking(for: path).isEmpty
+    }
+
+    public func shutdown() async {
+        for member in members.withLock({ $0 }) { await member.origin.shutdown() }
+    }
+
+    /// Member indexes to try for `path`, best first; distrusted ones left out.
+    func ranking(for path: String) -> [Int] {
+        let all = members.withLock { $0 }
+        let excluded = distrusted.withLock { $0[path] ?? [] }
+        let scored = all.indices.filter { !excluded.contains($0) }.map { ($0, all[$0].record.snapshot) }
+        return scored.sorted { a, b in
+            let (ia, ha) = a
+            let (ib, hb) = b
+            let downA = ha.isReachable == false, downB = hb.isReachable == false
+            if downA != downB { return !downA }
+            if ha.failuresInARow != hb.failuresInARow { return ha.failuresInARow < hb.failuresInARow }
+            switch (ha.roundTrip, hb.roundTrip) {
+            case let (ra?, rb?) where ra != rb:
+                // Within 20 % counts as equal, so that jitter does not flip the order each time.
+                if ra < rb * 0.8 || rb < ra * 0.8 { return ra < rb }
+            default: break
+            }
+            return ia < ib
+        }.map(\.0)
+    }
+
+    public func download(
+        _ path: String,
+        expectedBytes: ByteCount,
+        into consume: (ByteBuffer) async throws(FetchError) -> Void
+    ) async throws(FetchError) {
+        try await download(path, from: 0, expectedBytes: expectedBytes, into: consume)
+    }
+
+    public func download(
+        _ path: String,
+        from offset: Int64,
+        expectedBytes: ByteCount,
+        into consume: (ByteBuffer) async throws(FetchError) -> Void
+    ) async throws(FetchError) {
+        let started = ContinuousClock.now
+        var delivered = max(0, offset)
+        var lastError: FetchError?
+        while true {
+            let order = ranking(for: path)
+            guard !order.isEmpty else {
+                throw lastError ?? FetchError(.corrupt, "every server sent bad bytes for \(path)")
+            }
+            var everyServerDown = true
+            for (position, index) in order.enumerated() {
+                let member = members.withLock { $0[index] }
+                var consumerFailed = false
+                do throws(FetchError) {
+                    try await member.origin.download(path, from: delivered, expectedBytes: expectedBytes) {
+                        (bytes: ByteBuffer) async throws(FetchError) in
+                        let count = Int64(bytes.readableBytes)
+                        do throws(FetchError) { try await consume(bytes) } catch {
+                            consumerFailed = true
+                            throw error
+                        }
+                        delivered += count
+                    }
+                    member.record.recordCompleted()
+                    return
+                } catch {
+                    if consumerFailed {
+                        if error.kind == .corrupt { distrust(index, for: path, member: member, error: error) }
+                        throw error
+                    }
+                    switch error.kind {
+                    case .cancelled, .localIO, .noSpace, .tooManyOpenFiles, .invalidOrigin, .unsupported: throw error
+                    case .unreachable, .notFound, .unauthorized, .corrupt: break
+                    }
+                    if member.record.snapshot.isReachable != false { everyServerDown = false }
+                    if member.record.snapshot.isReachable != false { member.record.recordFailure(error.message) }
+                    lastError = error
+                    if position + 1 < order.count {
+                        let next = members.withLock { $0[order[position + 1]] }
+                        logger.warning("mirror failed; moving the download to the next", metadata: [
+                            "fetch.path": "\(path)", "mirror": "\(member.origin.displayName)",
+                            "next": "\(next.origin.displayName)", "fetch.offset": "\(delivered)", "error": "\(error)",
+                        ])
+                    }
+                }
+            }
+            // Every server failed. While none can even be reached, go round again for a
+            // little (a network blip); otherwise report the last failure.
+            let failure = lastError ?? FetchError(.unreachable, "no server for \(path)")
+            guard everyServerDown, ContinuousClock.now - started < unreachableAfter else {
+                throw FetchError(failure.kind, order.count > 1 ? "all \(order.count) servers failed; last: \(failure.message)" : failure.message)
+            }
+            do { try await Task.sleep(for: .milliseconds(250)) } catch {
+                throw FetchError(.cancelled, "fetch of \(path) was cancelled")
+            }
+        }
+    }
+
+    private func distrust(_ index: Int, for path: String, member: Member, error: FetchError) {
+        distrusted.withLock { _ = $0[path, default: []].insert(index) }
+        member.record.recordFailure("bad bytes for \(path)")
+        logger.error("mirror sent bytes that failed verification; not using it for this file again", metadata: [
+            "fetch.path": "\(path)", "mirror": "\(member.origin.displayName)", "error": "\(error)",
+        ])
+    }
+}
