@@ -34,13 +34,15 @@ extension HTTPOrigin {
         do {
             for try await var chunk in response.body {
                 received += Int64(chunk.readableBytes)
-                transfer.lastProgress = .now
                 if skip > 0 {
                     let dropped = Int(min(skip, Int64(chunk.readableBytes)))
                     chunk.moveReaderIndex(forwardBy: dropped)
                     skip -= Int64(dropped)
                 }
                 guard chunk.readableBytes > 0 else { continue }
+                // Progress is new bytes only: a server that ignores Range and stalls again in the
+                // part already received would otherwise keep the fetch alive forever.
+                transfer.lastProgress = .now
                 guard transfer.delivered + Int64(chunk.readableBytes) <= expectedBytes.value else {
                     throw AttemptFailure.fatal(FetchError(.corrupt, "\(shown) on the origin is larger than the \(expectedBytes.value) bytes expected"))
                 }

@@ -142,18 +142,30 @@ public final class HTTPOrigin: Origin {
                 }
                 // A download that moved forward starts its backoff afresh.
                 failuresInARow = transfer.delivered > before ? 1 : failuresInARow + 1
-                let delay = max(backoff.delay(afterFailure: failuresInARow, using: &random), retryAfter ?? .zero)
-                if let since = unreachableSince, ContinuousClock.now + delay >= since + unreachableAfter {
-                    // Logged once by whoever wanted the file (the open, the mount); retries were debug.
-                    throw FetchError(.unreachable, "cannot reach the origin for \(shown): \(reason) (\(attempts) attempt(s) in \(Self.seconds(ContinuousClock.now - since)))")
+                var delay = max(backoff.delay(afterFailure: failuresInARow, using: &random), retryAfter ?? .zero)
+                let now = ContinuousClock.now
+                if let since = unreachableSince {
+                    // Nobody there: retry only within the short budget, the last try at its end.
+                    guard now < since + unreachableAfter else {
+                        // Logged once by whoever wanted the file (the open, the mount); retries were debug.
+                        throw FetchError(.unreachable, "cannot reach the origin for \(shown): \(reason) (\(attempts) attempt(s) in \(Self.seconds(now - since)))")
+                    }
+                    delay = min(delay, since + unreachableAfter - now)
                 }
-                if ContinuousClock.now + delay >= transfer.lastProgress + fetchDeadline {
-                    logger.error("fetch failed", metadata: ["fetch.url": "\(shown)", "fetch.attempts": "\(attempts)",
-                                                           "fetch.error": "\(reason)"])
+                let deadline = transfer.lastProgress + fetchDeadline
+                if now + delay >= deadline {
                     if let retryAfter, retryAfter == delay {
+                        logger.error("fetch failed", metadata: ["fetch.url": "\(shown)", "fetch.attempts": "\(attempts)",
+                                                               "fetch.error": "\(reason)"])
                         throw FetchError(.unreachable, "cannot fetch \(shown): the origin answered \(reason) and asked to retry after \(retryAfter), beyond the fetch timeout of \(fetchDeadline) (--fetch-timeout) after \(attempts) attempt(s)")
                     }
-                    throw FetchError(.unreachable, "cannot fetch \(shown): no progress for \(fetchDeadline) after \(attempts) attempt(s); last error: \(reason)")
+                    // The deadline has not passed yet: one last try at it (the whole timeout is used).
+                    guard now + .milliseconds(50) < deadline else {
+                        logger.error("fetch failed", metadata: ["fetch.url": "\(shown)", "fetch.attempts": "\(attempts)",
+                                                               "fetch.error": "\(reason)"])
+                        throw FetchError(.unreachable, "cannot fetch \(shown): no progress for \(fetchDeadline) after \(attempts) attempt(s); last error: \(reason)")
+                    }
+                    delay = deadline - now
                 }
                 logger.log(level: unreachableSince == nil ? .notice : .debug, "fetch attempt failed; retrying", metadata: [
                     "fetch.url": "\(shown)", "fetch.attempt": "\(attempts)", "fetch.error": "\(reason)",

@@ -21,6 +21,9 @@ public final class FaultOrigin: Sendable {
         case reset(after: Int)
         /// Headers, then silence.
         case stall
+        /// The whole file with 200 whatever Range says, `n` body bytes, then silence: a CDN
+        /// that stalls again in the part a resuming client already has.
+        case stallIgnoringRange(after: Int)
         /// 302 to this absolute URL.
         case redirect(String)
         /// An empty response with this status and a `Retry-After` header.
@@ -160,6 +163,7 @@ private final class FaultHandler: ChannelInboundHandler {
         var headers: [(String, String)] = [("ETag", FaultOrigin.entityTag)]
         let ifRange = head.headers.first(name: "If-Range")
         if case .serveIgnoringRange = behaviour {
+        } else if case .stallIgnoringRange = behaviour {
         } else if let range = head.headers.first(name: "Range"), range.hasPrefix("bytes="), range.hasSuffix("-"),
                   let start = Int(range.dropFirst(6).dropLast()), start < file.count,
                   ifRange == nil || ifRange == FaultOrigin.entityTag {
@@ -190,6 +194,11 @@ private final class FaultHandler: ChannelInboundHandler {
         case .stall:
             writeHead(status: status, headers: headers, length: body.count, context: context)
             context.flush()
+        case .stallIgnoringRange(let count):
+            writeHead(status: status, headers: headers, length: body.count, context: context)
+            var buffer = context.channel.allocator.buffer(capacity: count)
+            buffer.writeBytes(body.prefix(count))
+            context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
         default:
             send(status: status, headers: headers, body: Array(body), context: context)
         }

@@ -31,6 +31,26 @@ struct HTTPOriginFailFastTests {
         #expect(!log.records.contains { $0.level >= .info }, "\(log.records.map(\.text))")
     }
 
+    /// Regression: bytes re-sent by a server that ignores Range (and are skipped) are not
+    /// progress, or a server that stalls at the same place each time kept the fetch alive forever.
+    @Test func serverStallingAgainInTheResentPartFailsAfterTheDeadline() async throws {
+        try await withFaultOrigin { server in
+            let file = testBytes(200_000)
+            server.setFile("/packs/p.tar", file)
+            server.script("/packs/p.tar", Array(repeating: .stallIgnoringRange(after: 10_000), count: 200))
+            let start = ContinuousClock.now
+            try await withHTTPOrigin(server.baseURL, options: OriginOptions(fetchDeadline: .seconds(2))) { origin in
+                let error = await #expect(throws: FetchError.self) {
+                    _ = try await origin.bytes(of: "packs/p.tar", expected: file.count)
+                }
+                #expect(error?.kind == .unreachable)
+            }
+            let elapsed = ContinuousClock.now - start
+            #expect(elapsed < .seconds(10), "took \(elapsed)")
+            #expect(server.requests(of: "/packs/p.tar").count >= 2, "it never resumed")
+        }
+    }
+
     @Test func unreachableThenAnswerMarksTheOriginOnlineWithItsRoundTrip() async throws {
         try await withFaultOrigin { server in
             let file = testBytes(50_000)
