@@ -91,7 +91,7 @@ final class MountFixture {
                 inPackTable = true
                 continue
             }
-            guard inPackTable, !line.hasPrefix("total:"), !line.hasPrefix("cache:") else { continue }
+            guard inPackTable, !["total:", "cache:", "origin:", "mirror:"].contains(where: { line.hasPrefix($0) }) else { continue }
             let columns = line.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
             if let id = columns.first { rows[id] = columns }
         }
