@@ -307,7 +307,10 @@ final class DownloadCoordinator: Sendable {
         case .failure(let error):
             // Readers of this file keep the bytes verified so far and nothing more.
             file?.fail("\(error)")
-            logger.error("pack fetch failed", metadata: ["pack.id": "\(descriptor.id)", "error": "\(error)", "waiters": "\(waiters.count)"])
+            // Origin unreachable: each waiter (an open, prefetch) says so itself, and the probe
+            // logs the mount going offline once; one line per failed open, not two.
+            logger.log(level: error.kind == .unreachable ? .debug : .error, "pack fetch failed",
+                       metadata: ["pack.id": "\(descriptor.id)", "error": "\(error)", "waiters": "\(waiters.count)"])
             for waiter in waiters { waiter.resume(.failure(error)) }
         }
     }
