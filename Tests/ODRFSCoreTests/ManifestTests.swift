@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import ODRFSCore
 
 @Suite struct ManifestTests {
@@ -156,5 +157,29 @@ import Testing
         #expect(manifest.packIfPresent(PackNumber(3))?.id == PackID("Level2"))
         #expect(manifest.packIfPresent(PackNumber(4)) == nil)
         #expect(manifest.packIfPresent(PackNumber(.max)) == nil)
+    }
+}
+
+/// The optional `mirrors` list: hostile input, bounded and checked.
+struct ManifestMirrorTests {
+    func manifest(mirrors: [String]?) -> Data {
+        var manifest = SyntheticBundle(packContents: [(.base, [1, 2, 3])]).manifest
+        manifest.mirrors = mirrors
+        return manifest.encoded()
+    }
+
+    @Test func validMirrorsDecodeAndAbsentMeansNone() throws {
+        #expect(try Manifest.decode(manifest(mirrors: nil)).mirrors == nil)
+        let urls = ["https://mirror.example.org/bundle/", "http://10.0.0.2:8080/"]
+        #expect(try Manifest.decode(manifest(mirrors: urls)).mirrors == urls)
+        #expect(!String(decoding: manifest(mirrors: nil), as: UTF8.self).contains("mirrors"), "an old manifest's bytes are unchanged")
+    }
+
+    @Test(arguments: [
+        ["ftp://mirror/"], ["file:///etc/"], ["http://mirror/ with space"], ["http://mirror/\u{1B}[31m"],
+        ["https://" + String(repeating: "a", count: 3000)], Array(repeating: "https://m/", count: 17),
+    ])
+    func hostileMirrorsAreRefused(_ mirrors: [String]) {
+        #expect(throws: ManifestError.self) { _ = try Manifest.decode(manifest(mirrors: mirrors)) }
     }
 }
