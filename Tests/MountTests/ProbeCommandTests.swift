@@ -78,4 +78,23 @@ struct ProbeCommandTests {
         #expect(try await fixture.odrfs(["probe", "http://127.0.0.1:1/", "--timeout", "-1"]).status == 2)
         #expect(try await fixture.odrfs(["probe", "http://127.0.0.1:1/", "--bogus"]).status == 2)
     }
+
+    @Test("with --trust-key: a signed manifest is valid, an unsigned one unsigned, another key's invalid")
+    func signatures() async throws {
+        let fixture = try MountFixture()
+        try TestBundle.write(to: fixture.source)
+        for name in ["key", "other"] {
+            #expect(try await fixture.odrfs(["keygen", fixture.root + "/" + name]).status == 0)
+        }
+        #expect(try await fixture.odrfs(["build", fixture.source, "-o", fixture.dist, "--sign-key", fixture.root + "/key"]).status == 0)
+        let nginx = try await onFreePort { try await NginxOrigin(serving: fixture.dist, in: fixture.root + "/nginx-\($0)", port: $0) }
+        let valid = try await probe(fixture, [nginx.url, "--json", "--trust-key", fixture.root + "/key.pub"])
+        #expect(valid.status == 0 && valid.json?["signature"] as? String == "valid", "\(valid.result.output)")
+        let wrongKey = try await probe(fixture, [nginx.url, "--json", "--trust-key", fixture.root + "/other.pub"])
+        #expect(wrongKey.status == 1 && wrongKey.json?["signature"] as? String == "invalid")
+        try FileManager.default.removeItem(atPath: fixture.dist + "/manifest.json.sig")
+        let unsigned = try await probe(fixture, [nginx.url, "--json", "--trust-key", fixture.root + "/key.pub"])
+        #expect(unsigned.status == 1 && unsigned.json?["signature"] as? String == "unsigned")
+        #expect(try await fixture.odrfs(["probe", nginx.url, "--trust-key", fixture.root + "/missing.pub"]).status == 2)
+    }
 }
