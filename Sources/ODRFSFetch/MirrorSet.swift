@@ -81,6 +81,15 @@ public final class MirrorSet: Origin {
         for member in members.withLock({ $0 }) { await member.origin.shutdown() }
     }
 
+    /// Asks each server marked unreachable for `path` (the manifest), so that one that came
+    /// back is ranked by its health again and status shows it; the others are left alone.
+    public func recheckUnreachable(_ path: String, limit: ByteCount) async {
+        let down = members.withLock { $0.filter { $0.record.snapshot.isReachable == false } }
+        for member in down {
+            if (try? await member.origin.data(at: path, limit: limit)) != nil { member.record.recordCompleted() }
+        }
+    }
+
     /// Member indexes to try for `path`, best first; distrusted ones left out.
     func ranking(for path: String) -> [Int] {
         let all = members.withLock { $0 }

@@ -27,6 +27,11 @@ final class ScriptedServer: Origin {
     var health: [OriginHealth] { [record] }
     var offsets: [Int64] { state.withLock { $0.offsets } }
 
+    /// The server comes back (nil) or goes down.
+    func setFailure(_ failure: FetchError.Kind?) {
+        state.withLock { $0.failure = failure }
+    }
+
     func download(_ path: String, expectedBytes: ByteCount, into consume: (ByteBuffer) async throws(FetchError) -> Void) async throws(FetchError) {
         try await download(path, from: 0, expectedBytes: expectedBytes, into: consume)
     }
@@ -85,6 +90,19 @@ struct MirrorSetTests {
         failing.record.recordFailure("stalled")
         let set = MirrorSet([down, slow, failing, fast], logger: logger)
         #expect(set.ranking(for: "f").map { set.urls[$0] } == ["fast", "slow", "failing", "down"])
+    }
+
+    @Test func aServerThatCameBackIsRecheckedAndRankedAgain() async throws {
+        let bytes = Self.randomBytes(100)
+        let main = ScriptedServer("main", bytes: bytes, failure: .unreachable), mirror = ScriptedServer("mirror", bytes: bytes)
+        let set = MirrorSet([main, mirror], logger: logger)
+        _ = try await set.data(at: "manifest.json", limit: ByteCount(100))
+        #expect(set.ranking(for: "f").map { set.urls[$0] } == ["mirror", "main"])
+        main.setFailure(nil)
+        await set.recheckUnreachable("manifest.json", limit: ByteCount(100))
+        #expect(main.record.snapshot.isReachable == true)
+        #expect(mirror.offsets.count == 1, "only the unreachable server is asked again")
+        #expect(set.ranking(for: "f").first.map { set.urls[$0] } == "main", "equal health: the given order again")
     }
 
     @Test func everyServerDownFailsWithinTheBudget() async throws {

@@ -7,8 +7,9 @@ import ServiceLifecycle
 /// Brings an offline mount back online by itself: while no origin server answers (the
 /// origin was down at mount time, or went down since), asks for `manifest.json` every
 /// `interval`; the first answer marks the origin reachable again, and opens fetch as usual.
-/// Logs one line when the mount goes offline and one when it comes back. Does nothing
-/// for `--offline` mounts, which never contact the origin.
+/// Logs one line when the mount goes offline and one when it comes back. While online, a
+/// mirror marked unreachable is asked again every 30 s, so a server that came back is used
+/// (and shown) again. Does nothing for `--offline` mounts, which never contact the origin.
 struct OriginProbeService: Service {
     let origin: any Origin
     let manifestLimit: ByteCount
@@ -19,7 +20,13 @@ struct OriginProbeService: Service {
         guard !(origin is OfflineOrigin) else { return }
         await cancelWhenGracefulShutdown {
             var wasOnline = true
+            var rounds = 0
             while !Task.isCancelled {
+                rounds += 1
+                // Online but with servers down: look at those now and then (every 30 s).
+                if origin.isOnline, rounds % 15 == 0, let set = origin as? MirrorSet {
+                    await set.recheckUnreachable(Manifest.fileName, limit: manifestLimit)
+                }
                 if !origin.isOnline {
                     if wasOnline {
                         logger.warning("origin unreachable; the mount is offline (only cached packs open) until it answers",
