@@ -3,7 +3,7 @@
 # Idempotent: packages already present are not reinstalled.
 set -euo pipefail
 
-packages=(libfuse3-dev fuse3 attr pkg-config libsqlite3-dev ca-certificates nginx-light python3 gcc openssl)
+packages=(libfuse3-dev fuse3 attr pkg-config libsqlite3-dev libzstd-dev zstd ca-certificates nginx-light python3 gcc openssl)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -16,6 +16,9 @@ public struct PackDescriptor: Codable, Sendable, Equatable {
     public var chunks: [ContentHash]
     /// Number of regular files in the pack.
     public var files: Int
+    /// How `file` is compressed (`packs/<sha256>.tar.zst`); nil for a plain tar. Read it
+    /// through ``FrameTable``. `bytes`, `sha256` and `chunks` always describe the tar.
+    public var compression: PackCompression?
 
     /// What a download is verified against, in one digest: SHA-256 over the size (8 bytes,
     /// little-endian) and every chunk hash (as its 64 hex digits). The cache records it with each pack file, so a
@@ -31,7 +34,7 @@ public struct PackDescriptor: Codable, Sendable, Equatable {
     }
 
     public init(id: PackID, tags: [Tag], file: String, bytes: ByteCount, sha256: ContentHash,
-                chunks: [ContentHash], files: Int) {
+                chunks: [ContentHash], files: Int, compression: PackCompression? = nil) {
         self.id = id
         self.tags = tags
         self.file = file
@@ -39,6 +42,7 @@ public struct PackDescriptor: Codable, Sendable, Equatable {
         self.sha256 = sha256
         self.chunks = chunks
         self.files = files
+        self.compression = compression
     }
 }
 

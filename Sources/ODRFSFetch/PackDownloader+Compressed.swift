@@ -1,0 +1,71 @@
+import Foundation
+import NIOCore
+import ODRFSCore
+import ODRFSStore
+
+extension PackDownloader {
+    /// Downloads a compressed pack (`packs/<sha256>.tar.zst`): streams the frames, decodes
+    /// and verifies each one as soon as it is whole (``FrameDecoder``, off the cooperative
+    /// pool), and writes only verified, uncompressed chunks to the cache file — which is
+    /// then the same file an uncompressed download would have made, so reads, progressive
+    /// open and purge accounting do not know the pack travelled compressed.
+    ///
+    /// Resume: when a connection drops, the origin resumes the transfer at the first byte
+    /// not yet received (a Range request); the frame arriving then is held in memory, so
+    /// no frame already verified — nor any byte of the one in progress — is fetched again.
+    /// A frame that does not decode, expands past its chunk or differs from its chunk hash
+    /// fails the download as corrupt (the mount's open gets EIO; the next open retries).
+    func fetchCompressed(_ pack: PackDescriptor, table: FrameTable,
+                         progress: @escaping @Sendable (Progress) -> Void) async throws(FetchError) -> CachedPack {
+        let store = self.store
+        let io = self.io
+        let wire = self.wire
+        let file = try await io.run { () throws(FetchError) -> TemporaryFile in
+            do throws(StoreError) {
+                return try store.makeTemporaryFile(label: "pack", readableSize: pack.bytes.value)
+            } catch {
+                throw Self.localError(error)
+            }
+        }
+        guard let readable = file.verified else { throw FetchError(.localIO, "cache: no readable download file") }
+        var assembler = FrameAssembler(table: table)
+        let decoder = FrameDecoder(pack: pack, table: table, source: origin.displayName)
+        var received: Int64 = 0
+        do {
+            try await origin.download(pack.file, expectedBytes: ByteCount(table.compressedBytes)) { (bytes: ByteBuffer) async throws(FetchError) in
+                received += Int64(bytes.readableBytes)
+                wire.add(Int64(bytes.readableBytes))
+                for frame in try assembler.append(bytes) {
+                    let content = try await FrameDecoder.executor.run { () throws(FetchError) -> [UInt8] in
+                        try decoder.decode(frame)
+                    }
+                    let verified = table.uncompressedRange(ofChunk: frame.chunk).upperBound
+                    let onWire = received
+                    try await io.run { () throws(FetchError) in
+                        var failure: StoreError?
+                        content.withUnsafeBytes { buffer in
+                            do throws(StoreError) { try file.write(buffer) } catch { failure = error }
+                        }
+                        if let failure { throw Self.localError(failure) }
+                        readable.advance(to: verified)
+                        progress(Progress(received: ByteCount(verified), verified: ByteCount(verified), file: readable,
+                                          wireBytes: ByteCount(onWire)))
+                    }
+                }
+            }
+            guard assembler.isComplete else {
+                throw FetchError(.corrupt, "pack '\(pack.id)' (\(pack.file)) from \(origin.displayName) ended at byte \(assembler.offset) of \(table.compressedBytes), in frame \(assembler.nextChunk) of \(table.count)")
+            }
+        } catch {
+            file.discard()
+            throw error
+        }
+        return try await io.run { () throws(FetchError) -> CachedPack in
+            do throws(StoreError) {
+                return try store.publish(file, as: pack, at: Date())
+            } catch {
+                throw Self.localError(error)
+            }
+        }
+    }
+}
