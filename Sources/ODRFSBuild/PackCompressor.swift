@@ -39,11 +39,8 @@ struct PackCompressor {
             } catch {
                 throw BuildError(.io, path: tarPath, "cannot compress '\(tarPath)': \(error)")
             }
-            do {
-                try frame.withUnsafeBytes { buffer throws(SystemCallError) in try POSIXFile.writeAll(out, buffer) }
-            } catch {
-                throw BuildError.io(error, "write pack file", outputPath)
-            }
+            let written = frame.withUnsafeBytes { buffer in Swift.Result { () throws(SystemCallError) in try POSIXFile.writeAll(out, buffer) } }
+            do { try written.get() } catch { throw BuildError.io(error, "write pack file", outputPath) }
             frames.append(PackCompression.Frame(offset: offset, length: Int64(frame.count)))
             offset += Int64(frame.count)
             if filled < chunk.count { break }

@@ -31,7 +31,7 @@ extension PackDownloader {
         var assembler = FrameAssembler(table: table)
         let decoder = FrameDecoder(pack: pack, table: table, source: origin.displayName)
         var received: Int64 = 0
-        do {
+        do throws(FetchError) {
             try await origin.download(pack.file, expectedBytes: ByteCount(table.compressedBytes)) { (bytes: ByteBuffer) async throws(FetchError) in
                 received += Int64(bytes.readableBytes)
                 wire.add(Int64(bytes.readableBytes))
