@@ -20,7 +20,7 @@ public struct FrameTable: Sendable, Equatable {
     /// without compression.
     public init?(validating pack: PackDescriptor, chunkSize: ByteCount) throws(ManifestError) {
         guard let compression = pack.compression else { return nil }
-        func refuse(_ kind: ManifestError.Kind = .inconsistent, _ text: String) -> ManifestError {
+        func refuse(_ kind: ManifestError.Kind, _ text: String) -> ManifestError {
             ManifestError(kind, "pack '\(pack.id)' compression: \(text)")
         }
         guard compression.format == PackCompression.zstd else {
@@ -44,7 +44,7 @@ public struct FrameTable: Sendable, Equatable {
         var next: Int64 = 0
         for (number, frame) in compression.frames.enumerated() {
             guard frame.offset == next else {
-                throw refuse("frame \(number) starts at \(frame.offset), expected \(next) (frames must be contiguous)")
+                throw refuse(.inconsistent, "frame \(number) starts at \(frame.offset), expected \(next) (frames must be contiguous)")
             }
             guard (1...maximum).contains(frame.length) else {
                 throw refuse(.invalidSize, "frame \(number) is \(frame.length) bytes; a frame of a \(chunkSize.value)-byte chunk is 1...\(maximum)")
