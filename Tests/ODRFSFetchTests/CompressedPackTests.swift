@@ -165,14 +165,18 @@ struct CompressedPackTests {
         #expect(short?.kind == .tooLarge || short?.kind == .sizeMismatch)
     }
 
-    /// Rewrites a single-segment frame header so that it no longer records the content size
-    /// (frame header descriptor: FCS flag 0, single-segment off, with a window descriptor).
+    /// Rewrites a frame header so that it no longer records the content size: magic (4),
+    /// descriptor (1: FCS flag in bits 7–6, single segment in bit 5, no dictionary id), a
+    /// window descriptor unless single segment, then the content size field, dropped here.
     static func withoutContentSize(_ frame: [UInt8]) -> [UInt8]? {
-        // Magic (4) + descriptor (1); level-1 frames of 1 MiB are single-segment with a
-        // 4-byte content size (FCS flag 2).
         let descriptor = frame[4]
-        guard descriptor & 0x20 != 0, descriptor >> 6 == 2 else { return nil }
-        // Window descriptor for a 1 MiB window: exponent 20 - 10 = 10, mantissa 0.
-        return Array(frame[0..<4]) + [descriptor & 0x07, 10 << 3] + Array(frame[9...])
+        guard descriptor & 0x03 == 0 else { return nil }
+        let singleSegment = descriptor & 0x20 != 0
+        let sizeBytes = [singleSegment ? 1 : 0, 2, 4, 8][Int(descriptor >> 6)]
+        guard sizeBytes > 0 else { return nil }
+        // Single segment frames have no window descriptor: give them one of 1 MiB (2^(10+10)).
+        let window: [UInt8] = singleSegment ? [10 << 3] : [frame[5]]
+        let rest = 5 + (singleSegment ? 0 : 1) + sizeBytes
+        return Array(frame[0..<4]) + [descriptor & 0x1C] + window + Array(frame[rest...])
     }
 }
