@@ -6,13 +6,14 @@ public struct PackDescriptor: Codable, Sendable, Equatable {
     public var id: PackID
     /// The exact tag set of every file in this pack, sorted.
     public var tags: [Tag]
-    /// Path relative to the dist dir, content addressed: "packs/<sha256hex>.tar".
+    /// Path relative to the dist dir, content addressed: "packs/<sha256hex>.tar", or
+    /// "packs/<sha256hex>.tar.zst" when compressed (the hash is always the tar's).
     public var file: String
-    /// Size of the pack file.
+    /// Size of the pack's tar (uncompressed; a compressed file's size is `compression.bytes`).
     public var bytes: ByteCount
-    /// SHA-256 of the whole pack file.
+    /// SHA-256 of the whole tar (uncompressed).
     public var sha256: ContentHash
-    /// SHA-256 of each `Manifest.chunkSize` slice of the pack file; the last slice may be shorter.
+    /// SHA-256 of each `Manifest.chunkSize` slice of the tar; the last slice may be shorter.
     public var chunks: [ContentHash]
     /// Number of regular files in the pack.
     public var files: Int

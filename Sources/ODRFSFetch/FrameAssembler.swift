@@ -29,6 +29,16 @@ struct FrameAssembler {
         nextChunk < table.count ? table.compressedRange(ofChunk: nextChunk).lowerBound + Int64(pending.count) : table.compressedBytes
     }
 
+    /// Where the stream has reached in uncompressed terms: the chunks of the frames taken,
+    /// plus the received share of the frame arriving (an estimate for progress reports).
+    var estimatedUncompressedOffset: Int64 {
+        guard nextChunk < table.count else { return table.uncompressedBytes }
+        let chunk = table.uncompressedRange(ofChunk: nextChunk)
+        let frame = table.compressedRange(ofChunk: nextChunk)
+        // Both factors are bounded by the validated chunk and frame sizes (≤ ~2^30): no overflow.
+        return chunk.lowerBound + Int64(pending.count) * Int64(chunk.count) / Int64(frame.count)
+    }
+
     /// Takes the next bytes of the stream; returns the frames they complete, in order.
     /// Bytes past the last frame are refused (the origin already holds a download to the
     /// declared size, so this only guards the arithmetic).

@@ -31,24 +31,44 @@ extension PackDownloader {
         var assembler = FrameAssembler(table: table)
         let decoder = FrameDecoder(pack: pack, table: table, source: origin.displayName)
         var received: Int64 = 0
+        var verified: Int64 = 0
+        var reported: Int64?
         do throws(FetchError) {
             try await origin.download(pack.file, expectedBytes: ByteCount(table.compressedBytes)) { (bytes: ByteBuffer) async throws(FetchError) in
                 received += Int64(bytes.readableBytes)
                 wire.add(Int64(bytes.readableBytes))
-                for frame in try assembler.append(bytes) {
+                let frames = try assembler.append(bytes)
+                for frame in frames {
                     let content = try await FrameDecoder.executor.run { () throws(FetchError) -> [UInt8] in
                         try decoder.decode(frame)
                     }
-                    let verified = table.uncompressedRange(ofChunk: frame.chunk).upperBound
-                    let onWire = received
+                    let range = table.uncompressedRange(ofChunk: frame.chunk)
+                    // As for a plain tar: a trailing partial chunk is released to readers
+                    // only when the pack is published, so a reader that got its bytes sees
+                    // the pack local (the caller marks the file complete then).
+                    verified = range.count == table.chunkSize ? range.upperBound : verified
+                    let (done, proven, onWire) = (range.upperBound, verified, received)
+                    reported = done
                     try await io.run { () throws(FetchError) in
                         var failure: StoreError?
                         content.withUnsafeBytes { buffer in
                             do throws(StoreError) { try file.write(buffer) } catch { failure = error }
                         }
                         if let failure { throw Self.localError(failure) }
-                        readable.advance(to: verified)
-                        progress(Progress(received: ByteCount(verified), verified: ByteCount(verified), file: readable,
+                        readable.advance(to: proven)
+                        progress(Progress(received: ByteCount(done), verified: ByteCount(proven), file: readable,
+                                          wireBytes: ByteCount(onWire)))
+                    }
+                }
+                // Between frames, progress in uncompressed units is estimated from the share
+                // of the current frame received (status, progress bars): reported on the
+                // first bytes and then at most every quarter chunk; nothing is released.
+                let estimate = assembler.estimatedUncompressedOffset
+                if frames.isEmpty, reported.map({ estimate - $0 >= table.chunkSize / 4 }) ?? true {
+                    reported = estimate
+                    let (proven, onWire) = (verified, received)
+                    await io.run {
+                        progress(Progress(received: ByteCount(estimate), verified: ByteCount(proven), file: readable,
                                           wireBytes: ByteCount(onWire)))
                     }
                 }

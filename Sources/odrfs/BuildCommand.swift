@@ -19,7 +19,9 @@ struct BuildCommand: ParsableCommand {
             the previous one's (1 for a fresh dist dir). With --sign-key, manifest.json.sig \
             (the Ed25519 signature of the exact manifest bytes) is published with the manifest. \
             --expires stores build time + DURATION in the manifest; mounts with --trust-key \
-            refuse it afterwards.
+            refuse it afterwards. Packs are compressed with zstd by default, one frame per \
+            chunk (packs/<sha256>.tar.zst, <sha256> being the uncompressed tar's hash); \
+            --compress none writes plain tar packs.
             """)
 
     @Argument(help: "The resource directory to bundle.")
