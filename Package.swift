@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "ODRFSCore", targets: ["ODRFSCore"]),
         .library(name: "ODRFSControl", targets: ["ODRFSControl"]),
         .library(name: "ODRFSBuild", targets: ["ODRFSBuild"]),
+        .library(name: "ODRFSCompression", targets: ["ODRFSCompression"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -37,6 +38,14 @@ let package = Package(
             pkgConfig: "fuse3",
             providers: [.apt(["libfuse3-dev"])]
         ),
+        // Debian's libzstd (libzstd-dev): compressed packs, one zstd frame per chunk.
+        .systemLibrary(
+            name: "CZstd",
+            pkgConfig: "libzstd",
+            providers: [.apt(["libzstd-dev"])]
+        ),
+        // One Swift type over libzstd's frame API (ZstdFrame): the only importer of CZstd.
+        .target(name: "ODRFSCompression", dependencies: ["CZstd"]),
         // Typed Swift over libfuse: the only importer of CFuse3.
         .target(
             name: "FUSEKit",
@@ -64,6 +73,7 @@ let package = Package(
             name: "ODRFSBuild",
             dependencies: [
                 "ODRFSCore",
+                "ODRFSCompression",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -84,6 +94,7 @@ let package = Package(
             name: "ODRFSFetch",
             dependencies: [
                 "ODRFSCore",
+                "ODRFSCompression",
                 "ODRFSRuntime",
                 "ODRFSStore",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -147,7 +158,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["ODRFSCore", .product(name: "Logging", package: "swift-log")], path: "Tests/TestSupport"),
         .testTarget(name: "FUSEKitTests", dependencies: ["FUSEKit", "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ODRFSCoreTests", dependencies: ["ODRFSCore", "TestSupport"]),
-        .testTarget(name: "ODRFSBuildTests", dependencies: ["ODRFSBuild", "ODRFSCore"]),
+        .testTarget(name: "ODRFSBuildTests", dependencies: ["ODRFSBuild", "ODRFSCore", "ODRFSCompression", "TestSupport"]),
         .testTarget(name: "ODRFSStoreTests", dependencies: ["ODRFSStore", "ODRFSCore", "TestSupport"]),
         .testTarget(name: "ODRFSServerTests", dependencies: [
             "ODRFSServer", "TestSupport",
@@ -161,7 +172,7 @@ let package = Package(
             .product(name: "NIOHTTP1", package: "swift-nio"),
         ], path: "Tests/FaultOriginSupport"),
         .testTarget(name: "ODRFSFetchTests", dependencies: [
-            "ODRFSFetch", "ODRFSCore", "ODRFSStore", "ODRFSServer", "TestSupport", "FaultOriginSupport",
+            "ODRFSFetch", "ODRFSCore", "ODRFSCompression", "ODRFSStore", "ODRFSServer", "TestSupport", "FaultOriginSupport",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -169,6 +180,7 @@ let package = Package(
         ]),
         .testTarget(name: "ODRFSMountTests", dependencies: [
             "ODRFSMount", "ODRFSCore", "ODRFSStore", "ODRFSFetch", "ODRFSBuild", "ODRFSRuntime", "CFuse3", "TestSupport",
+            "ODRFSCompression",
             "FaultOriginSupport",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "Crypto", package: "swift-crypto"),

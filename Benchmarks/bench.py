@@ -419,6 +419,7 @@ def main():
     ap.add_argument("--s1-files", type=int, default=1_000_000)
     ap.add_argument("--s1-packs", type=int, default=10_000)
     ap.add_argument("--rounds", type=int, default=None, help="rounds of W4/W5 and warm W6 (up to 3 of W7), median reported (5; 1 with --quick)")
+    ap.add_argument("--compress", default=None, help="odrfs build --compress (zstd[:LEVEL] or none; default: the builder's)")
     ap.add_argument("--only", type=lambda v: set(v.upper().split(",")), default=None,
                     help="comma list of W1 (with W2), W3 (with W4, W5), W6, W7, S1")
     A = ap.parse_args()
@@ -431,7 +432,7 @@ def main():
     try:
         say("generating the bundle")
         sh(sys.executable, f"{HERE}/gen_bundle.py", "main", f"{A.work}/src", *(["--quick"] if A.quick else []))
-        sh(A.binary, "build", f"{A.work}/src", "-o", f"{A.work}/dist")
+        sh(A.binary, "build", f"{A.work}/src", "-o", f"{A.work}/dist", *(["--compress", A.compress] if A.compress else []))
         origin = start_origin()
         systems = [Native(), ODRFS(origin)]
         if not A.no_rclone and shutil.which("rclone"):

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A tiny TCP reverse proxy that emulates a CDN's round trip.
 
-latency_proxy.py LISTEN_PORT UPSTREAM_PORT LATENCY_MS
+latency_proxy.py LISTEN_PORT UPSTREAM_PORT LATENCY_MS [RATE_MBIT]
 
 Each client connection gets its own upstream connection and two threads. Every chunk
 the client sends (with keep-alive GETs, one chunk is one request) is held LATENCY_MS
@@ -9,6 +9,10 @@ before it is forwarded, so each request pays the latency once. Responses are mov
 back with splice(2) through a pipe, so the proxy costs the machine under test (which
 a real CDN would not) as little CPU as possible: the bytes are never copied into
 Python.
+
+With RATE_MBIT, responses of all connections together share one link of that many
+Mbit/s (1 Mbit = 10^6 bits): each 64 KiB slice books its transmission time on the link
+and is sent when its slot ends, so the origin is limited like a real access network.
 """
 import os
 import socket
@@ -17,7 +21,22 @@ import threading
 import time
 
 LISTEN, UPSTREAM, DELAY = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]) / 1000
-CHUNK = 1 << 20
+RATE = float(sys.argv[4]) * 1e6 / 8 if len(sys.argv) > 4 and float(sys.argv[4]) > 0 else None  # bytes/s
+CHUNK = 1 << 20 if RATE is None else 1 << 16
+LINK = threading.Lock()
+link_free = 0.0
+
+
+def book(n):
+    """Waits until the shared link has carried `n` more bytes (RATE only)."""
+    global link_free
+    with LINK:
+        start = max(time.monotonic(), link_free)
+        link_free = start + n / RATE
+        done = link_free
+    pause = done - time.monotonic()
+    if pause > 0:
+        time.sleep(pause)
 
 
 def requests(client, upstream):
@@ -41,6 +60,8 @@ def responses(upstream, client):
     r, w = os.pipe()
     try:
         while n := os.splice(upstream.fileno(), w, CHUNK):
+            if RATE:
+                book(n)
             while n:
                 n -= os.splice(r, client.fileno(), n)
     except OSError:

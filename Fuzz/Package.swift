@@ -24,6 +24,7 @@ let package = Package(
                 .product(name: "ODRFSCore", package: "odrfs"),
                 .product(name: "ODRFSControl", package: "odrfs"),
                 .product(name: "ODRFSBuild", package: "odrfs"),
+                .product(name: "ODRFSCompression", package: "odrfs"),
             ],
             path: "Sources/ODRFSFuzz"
         ),

@@ -10,6 +10,8 @@ public struct BuildReport: Sendable, Equatable {
         public var files: Int
         /// Size of the pack file, i.e. what a download of it costs.
         public var bytes: ByteCount
+        /// Size of the compressed pack file in the dist dir (what crosses the wire), if compressed.
+        public var compressedBytes: ByteCount?
     }
 
     public var distDir: String
@@ -53,6 +55,12 @@ public struct BuildReport: Sendable, Equatable {
         let packs = rows.count == 1 ? "1 pack" : "\(rows.count) packs"
         let files = totalFiles == 1 ? "1 file" : "\(totalFiles) files"
         lines.append("total: \(packs), \(files), \(totalBytes), bundle version \(bundleVersion.hex.prefix(12))")
+        let compressed = rows.compactMap(\.compressedBytes)
+        if !compressed.isEmpty {
+            let total = compressed.reduce(ByteCount.zero, +)
+            let percent = totalBytes.value > 0 ? Double(total.value) * 100 / Double(totalBytes.value) : 100
+            lines.append("compressed: \(total) in packs/ (\(String(format: "%.1f", percent)) % of the tar bytes)")
+        }
         var manifestLine = "revision \(revision)"
         if let signer { manifestLine += ", signed by key \(signer)" }
         if let expires { manifestLine += ", expires \(Date(timeIntervalSince1970: Double(expires)).formatted(.iso8601))" }

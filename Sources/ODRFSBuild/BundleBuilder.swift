@@ -11,7 +11,8 @@ import ODRFSCore
 /// 1. Load the spec (`--spec`, else `odr.yaml` at the root, else no tags at all).
 /// 2. Scan the resource root with lstat, sorted by name bytes.
 /// 3. Plan packs by exact tag set; base first.
-/// 4. Write every pack (`packs/<sha256>.tar`), the file index (`index/<sha256>.odrx`) and
+/// 4. Write every pack (`packs/<sha256>.tar`, or `packs/<sha256>.tar.zst` compressed by chunk,
+///    see ``PackCompressor``; `<sha256>` is always the uncompressed tar's), the file index (`index/<sha256>.odrx`) and
 ///    `manifest.json` (and, with ``signingKey``, `manifest.json.sig`) into a temporary
 ///    sibling of the output, fsync them and their directories, then swap it into place
 ///    (see ``OutputDirectory/publish(_:)``): the signature is published in the same
@@ -37,6 +38,8 @@ public struct BundleBuilder: Sendable {
     /// The manifest's expiry time in Unix seconds (`--expires`, already added to the
     /// build time); nil for none.
     public var expires: Int64?
+    /// How packs are stored in the dist dir (`--compress`); zstd level 3 by default.
+    public var compression: CompressionSetting = .default
 
     public init(resourceRoot: String, specPath: String? = nil, logger: Logger) {
         self.resourceRoot = resourceRoot
@@ -104,12 +107,13 @@ public struct BundleBuilder: Sendable {
         for (position, pack) in plan.packs.enumerated() {
             let partial = staging + "/packs/.partial-\(position)"
             let result = try writer.write(files: pack.files.map { tree.files[$0] }, number: PackNumber(UInt32(position)), to: partial)
-            let file = "packs/\(result.digests.sha256.hex).tar"
-            do { try POSIXFile.rename(partial, staging + "/" + file) } catch { throw BuildError.io(error, "rename", partial) }
+            let (file, compressed) = try publishPack(partial, sha256: result.digests.sha256, staging: staging)
             for (path, placement) in result.placements { placements[path] = placement }
             descriptors.append(PackDescriptor(id: pack.id, tags: pack.tags, file: file, bytes: result.digests.bytes,
-                                              sha256: result.digests.sha256, chunks: result.digests.chunks, files: pack.files.count))
-            rows.append(BuildReport.Row(id: pack.id, tags: pack.tags, files: pack.files.count, bytes: result.digests.bytes))
+                                              sha256: result.digests.sha256, chunks: result.digests.chunks, files: pack.files.count,
+                                              compression: compressed))
+            rows.append(BuildReport.Row(id: pack.id, tags: pack.tags, files: pack.files.count, bytes: result.digests.bytes,
+                                        compressedBytes: compressed?.bytes))
             if result.digests.bytes > Self.packSizeWarning {
                 warnings.append("pack '\(pack.id)' is \(result.digests.bytes), above the \(Self.packSizeWarning) limit (\(Self.recommendedPackSize) recommended); split its tags")
             }

@@ -46,6 +46,7 @@ extension StatusSnapshot {
         if let minimumFree = cache.minimumFree { line += " (min \(minimumFree))" }
         line += ", in use \(cache.inUseBytes)/\(cache.maximumInUse)"
         line += ", evictions \(cache.evictionCount)"
+        if let wireBytes = cache.wireBytes { line += ", fetched \(wireBytes) bytes on the wire" }
         if cache.isOverBudget { line += ", OVER BUDGET (retained packs cannot be purged)" }
         return text + line + "\n" + renderOrigin()
     }

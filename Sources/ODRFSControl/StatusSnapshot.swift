@@ -97,11 +97,15 @@ public struct StatusSnapshot: Codable, Sendable, Equatable {
         public var isOverBudget: Bool
         /// Packs evicted since the mount started.
         public var evictionCount: Int
+        /// Bytes of packs received from the origin since the mount started, as they
+        /// travelled: compressed for compressed packs, so less than the uncompressed
+        /// sizes every other figure counts. Absent in snapshots of older daemons.
+        public var wireBytes: Int64?
 
         /// Cache figures.
         public init(cachedBytes: Int64, reservedBytes: Int64 = 0, orphanBytes: Int64 = 0, budget: Int64? = nil,
                     minimumFree: Int64? = nil, availableBytes: Int64? = nil, inUseBytes: Int64 = 0,
-                    maximumInUse: Int64, isOverBudget: Bool = false, evictionCount: Int = 0) {
+                    maximumInUse: Int64, isOverBudget: Bool = false, evictionCount: Int = 0, wireBytes: Int64? = nil) {
             self.cachedBytes = cachedBytes
             self.reservedBytes = reservedBytes
             self.orphanBytes = orphanBytes
@@ -112,6 +116,7 @@ public struct StatusSnapshot: Codable, Sendable, Equatable {
             self.maximumInUse = maximumInUse
             self.isOverBudget = isOverBudget
             self.evictionCount = evictionCount
+            self.wireBytes = wireBytes
         }
     }
 

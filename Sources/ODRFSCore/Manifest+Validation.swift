@@ -72,6 +72,8 @@ extension Manifest {
             throw ManifestError(.chunkCountMismatch,
                                 "pack '\(pack.id)' has \(pack.chunks.count) chunk hashes but \(pack.bytes) needs \(needed)")
         }
+        // A compressed pack's frame table: bounded, contiguous, one frame per chunk.
+        _ = try FrameTable(validating: pack, chunkSize: chunkSize)
         for tag in pack.tags where !declaredTags.contains(tag) {
             throw ManifestError(.unknownTag, "pack '\(pack.id)' has tag '\(tag)', which is not in tags")
         }

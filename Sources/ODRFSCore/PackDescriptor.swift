@@ -6,16 +6,20 @@ public struct PackDescriptor: Codable, Sendable, Equatable {
     public var id: PackID
     /// The exact tag set of every file in this pack, sorted.
     public var tags: [Tag]
-    /// Path relative to the dist dir, content addressed: "packs/<sha256hex>.tar".
+    /// Path relative to the dist dir, content addressed: "packs/<sha256hex>.tar", or
+    /// "packs/<sha256hex>.tar.zst" when compressed (the hash is always the tar's).
     public var file: String
-    /// Size of the pack file.
+    /// Size of the pack's tar (uncompressed; a compressed file's size is `compression.bytes`).
     public var bytes: ByteCount
-    /// SHA-256 of the whole pack file.
+    /// SHA-256 of the whole tar (uncompressed).
     public var sha256: ContentHash
-    /// SHA-256 of each `Manifest.chunkSize` slice of the pack file; the last slice may be shorter.
+    /// SHA-256 of each `Manifest.chunkSize` slice of the tar; the last slice may be shorter.
     public var chunks: [ContentHash]
     /// Number of regular files in the pack.
     public var files: Int
+    /// How `file` is compressed (`packs/<sha256>.tar.zst`); nil for a plain tar. Read it
+    /// through ``FrameTable``. `bytes`, `sha256` and `chunks` always describe the tar.
+    public var compression: PackCompression?
 
     /// What a download is verified against, in one digest: SHA-256 over the size (8 bytes,
     /// little-endian) and every chunk hash (as its 64 hex digits). The cache records it with each pack file, so a
@@ -31,7 +35,7 @@ public struct PackDescriptor: Codable, Sendable, Equatable {
     }
 
     public init(id: PackID, tags: [Tag], file: String, bytes: ByteCount, sha256: ContentHash,
-                chunks: [ContentHash], files: Int) {
+                chunks: [ContentHash], files: Int, compression: PackCompression? = nil) {
         self.id = id
         self.tags = tags
         self.file = file
@@ -39,6 +43,7 @@ public struct PackDescriptor: Codable, Sendable, Equatable {
         self.sha256 = sha256
         self.chunks = chunks
         self.files = files
+        self.compression = compression
     }
 }
 

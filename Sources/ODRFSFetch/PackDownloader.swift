@@ -19,6 +19,8 @@ public struct PackDownloader: Sendable {
     /// Where writes, fsyncs and publication run (never on the cooperative pool).
     public let io: IOExecutor
     private let logger: Logger
+    /// Bytes of packs received from the origin, as they travelled (compressed or not).
+    public let wire = WireByteCounter()
 
     public init(origin: any Origin, store: PackStore, chunkSize: ByteCount, io: IOExecutor = .cache, logger: Logger) {
         self.origin = origin
@@ -37,6 +39,9 @@ public struct PackDownloader: Sendable {
         /// The file being written, with its own verified prefix; progressive readers read
         /// it (the same inode is renamed into place when the pack is published).
         public var file: VerifiedFile
+        /// Bytes of the pack file received from the origin so far: the compressed bytes of
+        /// a compressed pack, else the same as `received`.
+        public var wireBytes: ByteCount = .zero
     }
 
     /// Downloads `pack`, checks its size and every chunk hash (see `PackVerifier`),
@@ -55,7 +60,13 @@ public struct PackDownloader: Sendable {
     /// the scheduler holds background downloads there (pauses, rate limits).
     public func fetch(_ pack: PackDescriptor, pacing: (@Sendable (Int) async throws(FetchError) -> Void)? = nil,
                       progress: @escaping @Sendable (Progress) -> Void = { _ in }) async throws(FetchError) -> CachedPack {
+        let table: FrameTable?
+        do { table = try FrameTable(validating: pack, chunkSize: chunkSize) } catch {
+            throw FetchError(.corrupt, "pack '\(pack.id)': \(error.message)")
+        }
+        if let table { return try await fetchCompressed(pack, table: table, pacing: pacing, progress: progress) }
         let store = self.store
+        let wire = self.wire
         let file = try await io.run { () throws(FetchError) -> TemporaryFile in
             do throws(StoreError) {
                 return try store.makeTemporaryFile(label: "pack", readableSize: pack.bytes.value)
@@ -76,6 +87,7 @@ public struct PackDownloader: Sendable {
                 do throws(FetchError) {
                     try await origin.download(pack.file, from: offset, expectedBytes: pack.bytes) { (bytes: ByteBuffer) async throws(FetchError) in
                         bytes.withUnsafeReadableBytes { verifier.update($0) }
+                        wire.add(Int64(bytes.readableBytes))
                         if let bad = verifier.firstMismatchedChunk {
                             // No point downloading the rest of a pack that is already known to be wrong.
                             throw FetchError(.corrupt, "pack '\(pack.id)' (\(pack.file)) from \(origin.displayName) failed verification: chunk \(bad) differs from the manifest")
@@ -92,7 +104,8 @@ public struct PackDownloader: Sendable {
                             try Self.write(bytes, to: file)
                             guard report else { return }
                             readable.advance(to: verified)
-                            progress(Progress(received: ByteCount(received), verified: ByteCount(verified), file: readable))
+                            progress(Progress(received: ByteCount(received), verified: ByteCount(verified), file: readable,
+                                              wireBytes: ByteCount(received)))
                         }
                     }
                     break attempts
@@ -174,7 +187,7 @@ public struct PackDownloader: Sendable {
         if let failure { throw localError(failure) }
     }
 
-    private static func localError(_ error: StoreError) -> FetchError {
+    static func localError(_ error: StoreError) -> FetchError {
         FetchError(error.kind == .noSpace ? .noSpace : .localIO, "cache: \(error.message)")
     }
 }

@@ -19,7 +19,9 @@ struct BuildCommand: ParsableCommand {
             the previous one's (1 for a fresh dist dir). With --sign-key, manifest.json.sig \
             (the Ed25519 signature of the exact manifest bytes) is published with the manifest. \
             --expires stores build time + DURATION in the manifest; mounts with --trust-key \
-            refuse it afterwards.
+            refuse it afterwards. Packs are compressed with zstd by default, one frame per \
+            chunk (packs/<sha256>.tar.zst, <sha256> being the uncompressed tar's hash); \
+            --compress none writes plain tar packs.
             """)
 
     @Argument(help: "The resource directory to bundle.")
@@ -34,6 +36,9 @@ struct BuildCommand: ParsableCommand {
     @Option(name: .customLong("sign-key"), help: "Sign the manifest with this private key (made by `odrfs keygen`).")
     var signKey: String?
 
+    @Option(help: "How packs are stored: zstd[:LEVEL] (one zstd frame per chunk, packs/<sha256>.tar.zst; default zstd:3) or none (plain tar).")
+    var compress: CompressionSettingArgument = CompressionSettingArgument(value: .default)
+
     @Option(help: "The manifest expires this long after the build: a number and s, m, h or d (e.g. 30d).")
     var expires: ExpiryDurationArgument?
 
@@ -42,6 +47,7 @@ struct BuildCommand: ParsableCommand {
         // Warnings reach the user through the report below; the logger is for debugging.
         logger.logLevel = .error
         var builder = BundleBuilder(resourceRoot: resourceDir, specPath: spec, logger: logger)
+        builder.compression = compress.value
         if let signKey {
             builder.signingKey = try loadSigningKey(signKey)
         }
@@ -89,4 +95,20 @@ struct ExpiryDurationArgument: ExpressibleByArgument, Sendable {
         guard let value = ExpiryDuration(parsing: argument) else { return nil }
         self.value = value
     }
+}
+
+/// `--compress zstd:19`: see ``CompressionSetting``.
+struct CompressionSettingArgument: ExpressibleByArgument, Sendable {
+    let value: CompressionSetting
+
+    init(value: CompressionSetting) {
+        self.value = value
+    }
+
+    init?(argument: String) {
+        guard let value = CompressionSetting(parsing: argument) else { return nil }
+        self.value = value
+    }
+
+    var defaultValueDescription: String { value.description }
 }

@@ -30,10 +30,11 @@ struct MountCacheTests {
         Data(TestBundle.pseudoRandom(packBytes / 2 - 1_024, seed: UInt64(level * 10 + part)))
     }
 
-    func makeFixture() async throws -> MountFixture {
+    /// `compress` is passed to `odrfs build --compress` (default: the builder's, zstd).
+    func makeFixture(compress: String? = nil) async throws -> MountFixture {
         let fixture = try MountFixture()
         try Self.writeLevels(to: fixture.source)
-        let build = try await fixture.odrfs(["build", fixture.source, "-o", fixture.dist])
+        let build = try await fixture.odrfs(["build", fixture.source, "-o", fixture.dist] + (compress.map { ["--compress", $0] } ?? []))
         try #require(build.status == 0, "\(build.stderr)")
         return fixture
     }
@@ -136,7 +137,9 @@ struct MountCacheTests {
 
     @Test("kill -9 in the middle of a slow fetch: the stale mount is named, a remount on the same cache reads correctly, no partial pack is served")
     func killDuringSlowFetch() async throws {
-        let fixture = try await makeFixture()
+        // Plain tar: the partial download must be on disk when the daemon dies, and a
+        // compressed ~100 KB pack is one frame, written only once it is whole.
+        let fixture = try await makeFixture(compress: "none")
         try await fixture.mount()
         let slow = try SlowPack(fixture, pack: "Level3", stallAfter: 60_000)
         let reader = try ChildProcess("/bin/cat", [fixture.mountpoint + "/level3/part0.bin"])

@@ -37,7 +37,7 @@ struct MountFailureTests {
         let fixture = try MountFixture()
         try await fixture.buildTestBundle()
         try await fixture.mount()
-        let packPath = fixture.dist + "/packs/" + (try fixture.cacheFileName(of: "Level2"))
+        let packPath = fixture.dist + "/packs/" + (try fixture.distFileName(of: "Level2"))
         let good = try Data(contentsOf: URL(fileURLWithPath: packPath))
         var flipped = good
         flipped[flipped.count / 3] ^= 0x01

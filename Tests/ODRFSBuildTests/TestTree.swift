@@ -56,8 +56,12 @@ final class TestTree {
         try FileManager.default.contentsOfDirectory(atPath: path + (relative.isEmpty ? "" : "/" + relative)).sorted()
     }
 
-    func builder(_ root: String, spec: String? = nil) -> BundleBuilder {
-        BundleBuilder(resourceRoot: path + "/" + root, specPath: spec.map { path + "/" + $0 },
-                      logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+    /// Plain tar packs unless told otherwise: most tests read file bytes straight from the
+    /// pack files; the compressed layout has tests of its own.
+    func builder(_ root: String, spec: String? = nil, compression: CompressionSetting = .none) -> BundleBuilder {
+        var builder = BundleBuilder(resourceRoot: path + "/" + root, specPath: spec.map { path + "/" + $0 },
+                                    logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        builder.compression = compression
+        return builder
     }
 }

@@ -1,6 +1,7 @@
 import Crypto
 import FaultOriginSupport
 import Foundation
+import ODRFSCompression
 import Logging
 import ODRFSBuild
 import ODRFSCore
@@ -58,7 +59,18 @@ struct HostileBundleTests {
         let manifest = try Manifest.decode(manifestData)
         var packBytes: [String: [UInt8]] = [:]
         for pack in manifest.packs {
-            packBytes[pack.sha256.hex] = Array(try Data(contentsOf: URL(fileURLWithPath: dist + "/" + pack.file)))
+            var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: dist + "/" + pack.file)))
+            // A compressed pack (the builder's default): the verified bytes are its frames' contents.
+            if let table = try FrameTable(validating: pack, chunkSize: manifest.chunkSize) {
+                let file = bytes
+                bytes = try (0..<table.count).flatMap { chunk in
+                    let range = table.compressedRange(ofChunk: chunk)
+                    return try Array(file[Int(range.lowerBound)..<Int(range.upperBound)]).withUnsafeBytes {
+                        try ZstdFrame.decompress($0, contentSize: Int(table.uncompressedRange(ofChunk: chunk).count))
+                    }
+                }
+            }
+            packBytes[pack.sha256.hex] = bytes
         }
         return (dist, manifestData, manifest, packBytes)
     }

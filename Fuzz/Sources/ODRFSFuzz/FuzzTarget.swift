@@ -21,6 +21,8 @@ enum FuzzTarget: String, CaseIterable, Sendable {
     case tagspec
     /// manifest.json.sig and the key files, and the trust check over a signature file.
     case signature
+    /// A compressed pack's frame table and one frame through the zstd decoder wrapper.
+    case frames
 
     /// The target named by ODRFS_FUZZ_TARGET; the process exits with a usage message if none.
     static let selected: FuzzTarget = {
@@ -42,6 +44,7 @@ enum FuzzTarget: String, CaseIterable, Sendable {
         case .control: ControlTarget.run(Data(bytes))
         case .tagspec: TagSpecTarget.run(String(decoding: bytes, as: UTF8.self))
         case .signature: SignatureTarget.run(bytes)
+        case .frames: FramesTarget.run(bytes)
         }
     }
 }

@@ -25,6 +25,16 @@ enum ManifestTarget {
         for number in 0..<manifest.packs.count {
             let pack = manifest.pack(PackNumber(UInt32(number)))
             check(manifest.packNumber(of: pack.id) != nil, "pack \(number) cannot be found by its id")
+            // A validated compressed pack's frame table builds again and maps every chunk.
+            if pack.compression != nil {
+                let table = try? FrameTable(validating: pack, chunkSize: manifest.chunkSize)
+                check(table != nil, "pack \(number)'s frame table validated in the manifest but not alone")
+                if let table {
+                    for chunk in 0..<table.count {
+                        check(table.compressedRange(ofChunk: chunk).upperBound <= table.compressedBytes, "frame \(chunk) past the file")
+                    }
+                }
+            }
         }
         for tag in manifest.tags {
             for number in manifest.packs(for: tag.tag) {

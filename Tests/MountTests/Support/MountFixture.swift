@@ -76,7 +76,14 @@ final class MountFixture {
         Set((try? FileManager.default.contentsOfDirectory(atPath: cache + "/packs")) ?? [])
     }
 
+    /// The pack's file in the cache: always the uncompressed `<sha256>.tar`.
     func cacheFileName(of id: String) throws -> String {
+        let pack = try #require(try manifest.packs.first { $0.id.rawValue == id })
+        return pack.sha256.hex + ".tar"
+    }
+
+    /// The pack's file in the dist dir: `<sha256>.tar.zst` when compressed, else as in the cache.
+    func distFileName(of id: String) throws -> String {
         let pack = try #require(try manifest.packs.first { $0.id.rawValue == id })
         return (pack.file as NSString).lastPathComponent
     }

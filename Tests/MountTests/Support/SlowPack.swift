@@ -13,7 +13,7 @@ final class SlowPack {
     private let writer: ChildProcess
 
     init(_ fixture: MountFixture, pack id: String, stallAfter bytes: Int) throws {
-        path = fixture.dist + "/packs/" + (try fixture.cacheFileName(of: id))
+        path = fixture.dist + "/packs/" + (try fixture.distFileName(of: id))
         saved = fixture.root + "/\(id).tar"
         flag = fixture.root + "/resume-\(id)"
         try #require(rename(path, saved) == 0)

@@ -1,0 +1,71 @@
+import NIOCore
+import ODRFSCore
+
+/// Cuts the byte stream of a compressed pack into its frames, as the ``FrameTable`` says,
+/// whatever sizes the network delivers it in: holds the bytes of the one frame still
+/// arriving (at most ``FrameTable/maximumFrameLength(chunkSize:)``) and hands back each
+/// frame once it is whole. Not `Sendable`: one download's state, kept in its task.
+struct FrameAssembler {
+    /// A whole frame and the chunk it holds.
+    struct Frame: Sendable {
+        var chunk: Int
+        var bytes: [UInt8]
+    }
+
+    let table: FrameTable
+    /// The chunk whose frame is arriving; `table.count` when all have arrived.
+    private(set) var nextChunk = 0
+    private var pending: [UInt8] = []
+
+    init(table: FrameTable) {
+        self.table = table
+    }
+
+    /// Every frame has arrived.
+    var isComplete: Bool { nextChunk == table.count }
+
+    /// Compressed bytes taken so far: the offset the stream has reached.
+    var offset: Int64 {
+        nextChunk < table.count ? table.compressedRange(ofChunk: nextChunk).lowerBound + Int64(pending.count) : table.compressedBytes
+    }
+
+    /// Where the stream has reached in uncompressed terms: the chunks of the frames taken,
+    /// plus the received share of the frame arriving (an estimate for progress reports).
+    var estimatedUncompressedOffset: Int64 {
+        guard nextChunk < table.count else { return table.uncompressedBytes }
+        let chunk = table.uncompressedRange(ofChunk: nextChunk)
+        let frame = table.compressedRange(ofChunk: nextChunk)
+        // Both factors are bounded by the validated chunk and frame sizes (≤ ~2^30): no overflow.
+        return chunk.lowerBound + Int64(pending.count) * Int64(chunk.count) / Int64(frame.count)
+    }
+
+    /// Takes the next bytes of the stream; returns the frames they complete, in order.
+    /// Bytes past the last frame are refused (the origin already holds a download to the
+    /// declared size, so this only guards the arithmetic).
+    mutating func append(_ buffer: ByteBuffer) throws(FetchError) -> [Frame] {
+        var rest = buffer.readableBytesView[...]
+        var complete: [Frame] = []
+        while !rest.isEmpty {
+            guard nextChunk < table.count else {
+                throw FetchError(.corrupt, "pack '\(table.pack)': more bytes than its \(table.count) frames")
+            }
+            let range = table.compressedRange(ofChunk: nextChunk)
+            // A validated frame length fits in memory and in an Int.
+            let missing = Int(range.count) - pending.count
+            let take = min(missing, rest.count)
+            if pending.isEmpty && take == missing {
+                complete.append(Frame(chunk: nextChunk, bytes: Array(rest.prefix(take))))
+            } else {
+                if pending.isEmpty { pending.reserveCapacity(Int(range.count)) }
+                pending.append(contentsOf: rest.prefix(take))
+                if pending.count == Int(range.count) {
+                    complete.append(Frame(chunk: nextChunk, bytes: pending))
+                    pending = []
+                }
+            }
+            rest = rest.dropFirst(take)
+            if complete.last?.chunk == nextChunk { nextChunk += 1 }
+        }
+        return complete
+    }
+}
