@@ -145,7 +145,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["ODRFSCore", .product(name: "Logging", package: "swift-log")], path: "Tests/TestSupport"),
         .testTarget(name: "FUSEKitTests", dependencies: ["FUSEKit", "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ODRFSCoreTests", dependencies: ["ODRFSCore", "TestSupport"]),
-        .testTarget(name: "ODRFSBuildTests", dependencies: ["ODRFSBuild", "ODRFSCore"]),
+        .testTarget(name: "ODRFSBuildTests", dependencies: ["ODRFSBuild", "ODRFSCore", "TestSupport"]),
         .testTarget(name: "ODRFSStoreTests", dependencies: ["ODRFSStore", "ODRFSCore", "TestSupport"]),
         .testTarget(name: "ODRFSServerTests", dependencies: [
             "ODRFSServer", "TestSupport",
