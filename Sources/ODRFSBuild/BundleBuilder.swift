@@ -99,6 +99,7 @@ public struct BundleBuilder: Sendable {
             return report
         } catch {
             // Objects this build added are named by no manifest; a first build leaves nothing.
+            output.removeTemporaries()
             for object in written.created { unlink(output.path + "/" + object) }
             if lock.created { POSIXFile.removeTree(output.path) }
             throw error

@@ -34,15 +34,20 @@ struct BundleWriter {
         var rows: [BuildReport.Row] = []
         var placements: [String: PackFileWriter.Placement] = [:]
         placements.reserveCapacity(tree.files.count)
+        var pending: [OutputDirectory.PendingObject] = []
+        var pendingAddresses: Set<String> = []
         for (position, pack) in plan.packs.enumerated() {
             let temporary = output.temporaryPath(in: OutputDirectory.packsDirectory, "\(position).tar")
             let result = try writer.write(files: pack.files.map { tree.files[$0] }, number: PackNumber(UInt32(position)),
                                           to: temporary, sync: false)
             let file = "\(OutputDirectory.packsDirectory)/\(result.digests.sha256.hex).tar"
-            if try output.publishObject(temporary: temporary, as: file, bytes: result.digests.bytes) {
+            // Unchanged since a kept revision: the copy is dropped before it is ever synced.
+            if output.hasObject(file, bytes: result.digests.bytes) || pendingAddresses.contains(file) {
+                unlink(temporary)
                 written.reusedPacks += 1
             } else {
-                written.created.append(file)
+                pending.append(OutputDirectory.PendingObject(temporary: temporary, relative: file))
+                pendingAddresses.insert(file)
             }
             for (path, placement) in result.placements { placements[path] = placement }
             descriptors.append(PackDescriptor(id: pack.id, tags: pack.tags, file: file, bytes: result.digests.bytes,
@@ -53,6 +58,10 @@ struct BundleWriter {
             }
             logger.debug("pack written", metadata: ["pack.id": "\(pack.id)", "pack.bytes": "\(result.digests.bytes.value)"])
         }
+
+        // Listed before they exist, so that a failure half-way removes whatever got renamed.
+        written.created += pending.map(\.relative)
+        try output.publishObjects(pending)
 
         let indexBytes: [UInt8]
         do {

@@ -6,24 +6,41 @@ import Darwin
 import ODRFSCore
 
 extension OutputDirectory {
-    /// Moves a finished pack or index from its temporary name to its content-addressed one
-    /// (`relative`, e.g. `packs/<sha256>.tar`). When a kept revision already has that object
-    /// — same name, same size, so the same bytes — the new copy is discarded before it is
-    /// ever fsynced and the existing file is left alone; otherwise it is fsynced, then
-    /// renamed, so that a content-addressed name never holds bytes that a crash could lose.
-    /// Returns whether an existing object was reused.
-    func publishObject(temporary: String, as relative: String, bytes: ByteCount) throws(BuildError) -> Bool {
-        let destination = path + "/" + relative
-        if POSIXFile.regularFileSize(destination) == bytes.value {
-            unlink(temporary)
-            return true
+    /// A new object written under a temporary name, not yet durable nor at its address.
+    struct PendingObject: Sendable {
+        var temporary: String
+        /// Dist-relative content address, e.g. `packs/<sha256>.tar`.
+        var relative: String
+    }
+
+    /// Makes new objects durable and moves them to their content addresses: one `syncfs`
+    /// for all of them where the system has it (else an fsync each), then the renames, then
+    /// an fsync of their directories — so that an address never names bytes a crash could
+    /// lose, and an interrupted build leaves only temporary files.
+    func publishObjects(_ objects: [PendingObject]) throws(BuildError) {
+        guard !objects.isEmpty else { return }
+        if !FilesystemSync.sync(filesystemOf: path) {
+            for object in objects {
+                let fd = Glibc.open(object.temporary, O_RDONLY | O_CLOEXEC)
+                guard fd >= 0 else { throw BuildError.io(SystemCallError("open"), "open", object.temporary) }
+                defer { close(fd) }
+                do { try POSIXFile.sync(fd) } catch { throw BuildError.io(error, "fsync", object.temporary) }
+            }
         }
-        let fd = Glibc.open(temporary, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw BuildError.io(SystemCallError("open"), "open", temporary) }
-        defer { close(fd) }
-        do { try POSIXFile.sync(fd) } catch { throw BuildError.io(error, "fsync", temporary) }
-        do { try POSIXFile.rename(temporary, destination) } catch { throw BuildError.io(error, "rename", temporary) }
-        return false
+        for object in objects {
+            do { try POSIXFile.rename(object.temporary, path + "/" + object.relative) } catch { throw BuildError.io(error, "rename", object.temporary) }
+        }
+    }
+
+    /// Removes every temporary file in the dist dir; only under the build's lock, where any
+    /// such file is this build's or a killed one's.
+    func removeTemporaries() {
+        for directory in [path, path + "/" + Self.packsDirectory, path + "/" + Self.indexDirectory,
+                          path + "/" + Self.manifestsDirectory] {
+            for name in (try? POSIXFile.names(in: directory)) ?? [] where name.hasPrefix(Self.temporaryPrefix) {
+                unlink(directory + "/" + name)
+            }
+        }
     }
 
     /// Whether a kept revision already holds this object (same name and size).

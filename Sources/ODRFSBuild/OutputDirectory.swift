@@ -116,12 +116,7 @@ struct OutputDirectory {
                 throw BuildError.io(error, "create", full)
             }
         }
-        for directory in [path, path + "/" + Self.packsDirectory, path + "/" + Self.indexDirectory,
-                          path + "/" + Self.manifestsDirectory] {
-            for name in (try? POSIXFile.names(in: directory)) ?? [] where name.hasPrefix(Self.temporaryPrefix) {
-                unlink(directory + "/" + name)
-            }
-        }
+        removeTemporaries()
         removeStaleSiblings()
         return Lock(descriptor: descriptor, created: created)
     }
