@@ -6,6 +6,7 @@ same tree (and `odrfs build` then gives a byte-identical dist dir).
 
   gen_bundle.py main DIR [--quick]   levels, a big file and a metadata tree
   gen_bundle.py scale DIR FILES PACKS   S1: many empty files in many packs
+  gen_bundle.py tags DIR FILES DIRS     S2: many empty files, one tag per directory
 """
 import os
 import random
@@ -71,6 +72,20 @@ def scale_tree(root, files, packs):
     write_spec(root, tags)
 
 
+def tag_tree(root, files, dirs):
+    """`files` empty files in `dirs` directories d00000, d00001, ... and one tag per
+    directory (`T00042: ["d00042/**"]`), as a game with a tag per level would have.
+    Files are created with os.open/os.close: a million of them take about a minute."""
+    per_dir = max(1, files // dirs)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+    for d in range(dirs):
+        path = f"{root}/d{d:05d}"
+        os.makedirs(path, exist_ok=True)
+        for i in range(per_dir):
+            os.close(os.open(f"{path}/f{i:04d}", flags, 0o644))
+    write_spec(root, {f"T{d:05d}": [f"d{d:05d}/**"] for d in range(dirs)})
+
+
 def write_spec(root, tags):
     # JSON is YAML; the tag spec lives beside the tree, as odr.yaml.
     lines = ["tags:"] + [f'  {t}: [{", ".join(chr(34) + g + chr(34) for g in globs)}]' for t, globs in tags.items()]
@@ -81,5 +96,7 @@ if __name__ == "__main__":
     kind, root = sys.argv[1], sys.argv[2]
     if kind == "main":
         main_tree(root, "--quick" in sys.argv)
+    elif kind == "tags":
+        tag_tree(root, int(sys.argv[3]), int(sys.argv[4]))
     else:
         scale_tree(root, int(sys.argv[3]), int(sys.argv[4]))

@@ -27,6 +27,13 @@ public struct BuildReport: Sendable, Equatable {
     public var signer: KeyID?
     /// The manifest's expiry, Unix seconds, if any.
     public var expires: Int64?
+    /// Packs whose content the dist dir already held (unchanged since a kept revision).
+    public var reusedPacks = 0
+    /// The revisions whose objects the dist dir keeps (`--keep`), oldest first.
+    public var keptRevisions: [Int64] = []
+    /// Packs and indexes removed because no kept revision names them, and their size.
+    public var removedObjects = 0
+    public var removedBytes = ByteCount.zero
 
     public var totalFiles: Int { rows.reduce(0) { $0 + $1.files } }
     public var totalBytes: ByteCount { rows.reduce(ByteCount.zero) { $0 + $1.bytes } }
@@ -65,6 +72,12 @@ public struct BuildReport: Sendable, Equatable {
         if let signer { manifestLine += ", signed by key \(signer)" }
         if let expires { manifestLine += ", expires \(Date(timeIntervalSince1970: Double(expires)).formatted(.iso8601))" }
         lines.append(manifestLine)
+        if !keptRevisions.isEmpty {
+            let kept = keptRevisions.map(String.init).joined(separator: ", ")
+            let reused = reusedPacks == 1 ? "1 pack" : "\(reusedPacks) packs"
+            let removed = removedObjects == 1 ? "1 object" : "\(removedObjects) objects"
+            lines.append("kept revisions \(kept); \(reused) unchanged, not rewritten; \(removed) of older revisions removed (\(removedBytes))")
+        }
         return lines.joined(separator: "\n") + "\n"
     }
 }

@@ -6,28 +6,33 @@ import Darwin
 import Logging
 import ODRFSCore
 
-/// `odrfs build`: tag spec → pack plan → dist dir.
+/// `odrfs build`: tag spec → pack plan → a new revision of the dist dir.
 ///
 /// 1. Load the spec (`--spec`, else `odr.yaml` at the root, else no tags at all).
 /// 2. Scan the resource root with lstat, sorted by name bytes.
 /// 3. Plan packs by exact tag set; base first.
-/// 4. Write every pack (`packs/<sha256>.tar`, or `packs/<sha256>.tar.zst` compressed by chunk,
-///    see ``PackCompressor``; `<sha256>` is always the uncompressed tar's), the file index (`index/<sha256>.odrx`) and
-///    `manifest.json` (and, with ``signingKey``, `manifest.json.sig`) into a temporary
-///    sibling of the output, fsync them and their directories, then swap it into place
-///    (see ``OutputDirectory/publish(_:)``): the signature is published in the same
-///    atomic exchange as the manifest it signs, so no reader sees one without the other.
+/// 4. Lock the dist dir (see ``OutputDirectory``) and write every pack
+///    (`packs/<sha256>.tar`, or `packs/<sha256>.tar.zst` compressed by chunk, see
+///    ``PackCompressor``; `<sha256>` is always the uncompressed tar's) and the file index (`index/<sha256>.odrx`) next to the objects
+///    of earlier revisions: under temporary names, fsynced, renamed to their content
+///    address. An object that a kept revision already has is not written again.
+/// 5. Publish: record the manifest as `manifests/<revision>.json`, then replace
+///    `manifest.json` (and, with ``signingKey``, `manifest.json.sig`) by rename — the one
+///    switch point, last, so a build killed at any instant leaves a servable revision.
+/// 6. Prune: keep the objects of the last ``keep`` revisions, remove the rest.
 ///
 /// The manifest's `revision` is 1 for a fresh output and one more than the replaced
 /// manifest's otherwise. Output is a pure function of the input tree, the spec and the
-/// previous revision: no build-machine time, user or order leaks in (Ed25519 signatures are
+/// previous revisions: no build-machine time, user or order leaks in (Ed25519 signatures are
 /// deterministic too), so the same input gives a byte-identical dist dir — except for
-/// `expires`, which is the build time plus ``expires``. On any error the temporary
-/// directory is removed and an existing output is left untouched.
+/// `expires`, which is the build time plus ``expires``. On an error the objects this build
+/// added are removed and the published revision is left untouched.
 public struct BundleBuilder: Sendable {
     /// Apple's advice for asset packs: warn above 512 MiB, 64 MiB recommended.
     public static let packSizeWarning = ByteCount.mebibytes(512)
     public static let recommendedPackSize = ByteCount.mebibytes(64)
+    /// `--keep`'s default: the revisions whose objects a dist dir keeps.
+    public static let defaultKeep = 3
 
     public let resourceRoot: String
     public let specPath: String?
@@ -38,6 +43,9 @@ public struct BundleBuilder: Sendable {
     /// The manifest's expiry time in Unix seconds (`--expires`, already added to the
     /// build time); nil for none.
     public var expires: Int64?
+    /// How many revisions keep their objects (`--keep`, at least 1): the new one and the
+    /// `keep - 1` before it; packs and indexes none of them names are removed.
+    public var keep: Int = BundleBuilder.defaultKeep
     /// How packs are stored in the dist dir (`--compress`); zstd level 3 by default.
     public var compression: CompressionSetting = .default
 
@@ -48,10 +56,11 @@ public struct BundleBuilder: Sendable {
     }
 
     public func build(into distDir: String) throws(BuildError) -> BuildReport {
+        guard keep >= 1 else { throw BuildError(.io, path: nil, "--keep \(keep): at least the new revision must be kept (1 or more)") }
         let root = Self.trimmed(resourceRoot)
         let output = try OutputDirectory(path: Self.trimmed(distDir), resourceRoot: root)
         try output.checkReplaceable()
-        let revision = try output.nextRevision()
+        _ = try output.nextRevision()   // fail early, before anything is written
         var warnings: [String] = []
         let (spec, specRelative) = try loadSpec(root: root, warnings: &warnings)
         let tree = try ResourceScanner(root: root, skippedPath: specRelative).scan()
@@ -59,26 +68,43 @@ public struct BundleBuilder: Sendable {
         let plan = PackPlan(tree: tree, spec: spec)
         warnings += plan.warnings
 
-        output.removeStaleSiblings()
-        let lockedStaging = try output.makeStagingDirectory()
-        defer { lockedStaging.release() }
-        let staging = lockedStaging.path
+        let lock = try output.open()
+        defer { lock.release() }
+        var written = BundleWriter.Written()
         do throws(BuildError) {
-            let (manifest, rows, entries) = try write(tree: tree, root: root, plan: plan, spec: spec, revision: revision,
-                                                     into: staging, warnings: &warnings)
-            // Files were fsynced as written; now their names.
-            for directory in [staging + "/packs", staging + "/index", staging] {
-                do { try POSIXFile.syncDirectoryChecked(directory) } catch { throw BuildError.io(error, "fsync", directory) }
+            // Read again under the lock: another build may have published meanwhile.
+            let previous = try output.currentRevision()
+            let revision = try output.nextRevision()
+            if let previous { output.recordCurrentManifest(revision: previous) }
+            let writer = BundleWriter(output: output, resourceRoot: root, chunkSize: chunkSize, compression: compression, logger: logger)
+            let bundle = try writer.write(tree: tree, plan: plan, spec: spec, revision: revision, expires: expires,
+                                          written: &written, warnings: &warnings)
+            let signature: ManifestSignature?
+            if let signingKey {
+                do { signature = try signingKey.sign(bundle.encoded) } catch { throw BuildError(.io, path: nil, "cannot sign the manifest: \(error)") }
+            } else {
+                signature = nil
             }
-            try output.publish(staging)
+            try output.publish(manifest: Array(bundle.encoded), signature: signature, revision: revision)
+            let pruning = output.prune(keeping: keep, current: revision)
+            warnings += pruning.warnings
             for warning in warnings { logger.warning("build warning", metadata: ["warning": "\(warning)"]) }
+            let manifest = bundle.manifest
             logger.info("bundle built", metadata: ["dist": "\(output.path)", "bundle.version": "\(manifest.bundleVersion)",
-                                                   "packs": "\(rows.count)"])
-            return BuildReport(distDir: output.path, bundleVersion: manifest.bundleVersion, rows: rows,
-                               indexEntries: entries, warnings: warnings, revision: manifest.revision,
-                               signer: signingKey?.publicKey.id, expires: manifest.expires)
+                                                   "packs": "\(bundle.rows.count)", "revision": "\(revision)"])
+            var report = BuildReport(distDir: output.path, bundleVersion: manifest.bundleVersion, rows: bundle.rows,
+                                     indexEntries: bundle.indexEntries, warnings: warnings, revision: manifest.revision,
+                                     signer: signingKey?.publicKey.id, expires: manifest.expires)
+            report.reusedPacks = written.reusedPacks
+            report.keptRevisions = pruning.keptRevisions
+            report.removedObjects = pruning.removedObjects
+            report.removedBytes = pruning.removedBytes
+            return report
         } catch {
-            POSIXFile.removeTree(staging)
+            // Objects this build added are named by no manifest; a first build leaves nothing.
+            output.removeTemporaries()
+            for object in written.created { unlink(output.path + "/" + object) }
+            if lock.created { POSIXFile.removeTree(output.path) }
             throw error
         }
     }
@@ -94,74 +120,8 @@ public struct BundleBuilder: Sendable {
         return (spec, Self.relativePath(of: path, under: root))
     }
 
-    private func write(tree: ResourceTree, root: String, plan: PackPlan, spec: TagSpec, revision: Int64, into staging: String,
-                       warnings: inout [String]) throws(BuildError) -> (Manifest, [BuildReport.Row], Int) {
-        for directory in ["packs", "index"] {
-            do { try POSIXFile.makeDirectory(staging + "/" + directory) } catch { throw BuildError.io(error, "create", staging + "/" + directory) }
-        }
-        let writer = PackFileWriter(resourceRoot: root, chunkSize: chunkSize)
-        var descriptors: [PackDescriptor] = []
-        var rows: [BuildReport.Row] = []
-        var placements: [String: PackFileWriter.Placement] = [:]
-        placements.reserveCapacity(tree.files.count)
-        for (position, pack) in plan.packs.enumerated() {
-            let partial = staging + "/packs/.partial-\(position)"
-            let result = try writer.write(files: pack.files.map { tree.files[$0] }, number: PackNumber(UInt32(position)), to: partial)
-            let (file, compressed) = try publishPack(partial, sha256: result.digests.sha256, staging: staging)
-            for (path, placement) in result.placements { placements[path] = placement }
-            descriptors.append(PackDescriptor(id: pack.id, tags: pack.tags, file: file, bytes: result.digests.bytes,
-                                              sha256: result.digests.sha256, chunks: result.digests.chunks, files: pack.files.count,
-                                              compression: compressed))
-            rows.append(BuildReport.Row(id: pack.id, tags: pack.tags, files: pack.files.count, bytes: result.digests.bytes,
-                                        compressedBytes: compressed?.bytes))
-            if result.digests.bytes > Self.packSizeWarning {
-                warnings.append("pack '\(pack.id)' is \(result.digests.bytes), above the \(Self.packSizeWarning) limit (\(Self.recommendedPackSize) recommended); split its tags")
-            }
-            logger.debug("pack written", metadata: ["pack.id": "\(pack.id)", "pack.bytes": "\(result.digests.bytes.value)"])
-        }
-
-        let indexBytes: [UInt8]
-        do {
-            indexBytes = try FileIndexWriter(packCount: descriptors.count).encode(root: Self.place(tree.root, path: "", placements))
-        } catch {
-            throw BuildError(.io, path: nil, "cannot encode the file index: \(error)")
-        }
-        let indexHash = ContentHash.of(indexBytes)
-        let indexFile = "index/\(indexHash.hex).\(FileIndex.fileExtension)"
-        do { try POSIXFile.writeFile(staging + "/" + indexFile, indexBytes) } catch { throw BuildError.io(error, "write", staging + "/" + indexFile) }
-
-        let tags = spec.rules.map { rule in
-            TagDescriptor(tag: rule.tag, preservationPriority: spec.preservation[rule.tag] ?? 0,
-                          packs: descriptors.filter { $0.tags.contains(rule.tag) }.map(\.id))
-        }
-        let index = IndexReference(file: indexFile, bytes: ByteCount(Int64(indexBytes.count)), sha256: indexHash,
-                                   entries: tree.allPaths.count + 1)
-        let manifest = Manifest(bundleVersion: Manifest.computeBundleVersion(index: indexHash, packs: descriptors),
-                                chunkSize: chunkSize, index: index, packs: descriptors, tags: tags,
-                                initialInstall: spec.initialInstall, prefetch: spec.prefetch,
-                                revision: revision, expires: expires)
-        // What every mount will check, checked here first: a bundle beyond BundleLimits or
-        // otherwise unmountable fails the build instead of every mount.
-        let encoded = manifest.encoded()
-        do {
-            try FileIndex(bytes: indexBytes).validate(against: Manifest.decode(encoded))
-        } catch {
-            throw BuildError(.tooLarge, path: nil, "the bundle would not be mountable: \(error)")
-        }
-        if let signingKey {
-            // Signs the exact bytes written below; fsynced like them before anything is published.
-            let signature: ManifestSignature
-            do { signature = try signingKey.sign(encoded) } catch { throw BuildError(.io, path: nil, "cannot sign the manifest: \(error)") }
-            let signaturePath = staging + "/" + ManifestSignature.fileName
-            do { try POSIXFile.writeFile(signaturePath, Array(signature.fileContents.utf8)) } catch { throw BuildError.io(error, "write", signaturePath) }
-        }
-        let path = staging + "/" + Manifest.fileName
-        do { try POSIXFile.writeFile(path, Array(encoded)) } catch { throw BuildError.io(error, "write", path) }
-        return (manifest, rows, index.entries)
-    }
-
     /// The tree with every file's pack and content offset filled in.
-    private static func place(_ node: FileIndexWriter.Node, path: String,
+    static func place(_ node: FileIndexWriter.Node, path: String,
                               _ placements: [String: PackFileWriter.Placement]) -> FileIndexWriter.Node {
         var node = node
         switch node.kind {

@@ -13,7 +13,8 @@
 public struct Glob: Sendable, Equatable, CustomStringConvertible {
     /// The pattern as written.
     public let pattern: String
-    private let segments: [Segment]
+    /// Internal (not private) so that ``PatternTrie`` can index patterns by their literal prefix.
+    let segments: [Segment]
     /// `segments` followed by `**`: matches a path exactly when the pattern matches the
     /// path or one of its ancestors, in one pass (see ``matchesSelfOrAncestor(_:)``).
     private let coveringSegments: [Segment]

@@ -15,32 +15,36 @@ extension OutputDirectory {
 
     /// The revision the new manifest gets: 1 for a fresh output, else one more than the
     /// manifest it replaces (whose missing `revision` counts as ``Manifest/unrevisioned``).
-    /// Read before the new tree is published; a build never lowers a revision.
+    /// Read before the new manifest is published; a build never lowers a revision.
     func nextRevision() throws(BuildError) -> Int64 {
+        guard let previous = try currentRevision() else { return BundleLimits.revisionRange.lowerBound }
+        // Checked: the previous manifest is input like any other.
+        let (next, overflow) = previous.addingReportingOverflow(1)
+        guard !overflow, BundleLimits.revisionRange.contains(next) else {
+            throw BuildError(.tooLarge, path: path + "/" + Manifest.fileName,
+                             "the previous manifest's revision \(previous) cannot be followed (revisions are \(BundleLimits.revisionRange.lowerBound)...\(BundleLimits.revisionRange.upperBound))")
+        }
+        return next
+    }
+
+    /// The revision of the manifest at the dist path now, or nil when there is none.
+    func currentRevision() throws(BuildError) -> Int64? {
         let manifestPath = path + "/" + Manifest.fileName
         var info = stat()
         guard lstat(manifestPath, &info) == 0 else {
             guard errno == ENOENT else { throw BuildError.io(SystemCallError("lstat"), "examine", manifestPath) }
-            return BundleLimits.revisionRange.lowerBound
+            return nil
         }
         guard (info.st_mode & S_IFMT) == S_IFREG, info.st_size <= 64 << 20,
               let data = FileManager.default.contents(atPath: manifestPath) else {
             throw BuildError(.outputNotReplaceable, path: manifestPath,
                              "cannot read the previous manifest '\(manifestPath)' to number the next revision")
         }
-        let previous: Int64
         do {
-            previous = try JSONDecoder().decode(RevisionProbe.self, from: data).revision ?? Manifest.unrevisioned
+            return try JSONDecoder().decode(RevisionProbe.self, from: data).revision ?? Manifest.unrevisioned
         } catch {
             throw BuildError(.outputNotReplaceable, path: manifestPath,
                              "the previous manifest '\(manifestPath)' has no readable revision (\(error)); remove the dist dir to start again at revision 1")
         }
-        // Checked: the previous manifest is input like any other.
-        let (next, overflow) = previous.addingReportingOverflow(1)
-        guard !overflow, BundleLimits.revisionRange.contains(next) else {
-            throw BuildError(.tooLarge, path: manifestPath,
-                             "the previous manifest's revision \(previous) cannot be followed (revisions are \(BundleLimits.revisionRange.lowerBound)...\(BundleLimits.revisionRange.upperBound))")
-        }
-        return next
     }
 }

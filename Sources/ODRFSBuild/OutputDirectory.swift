@@ -5,12 +5,18 @@ import Darwin
 #endif
 import ODRFSCore
 
-/// The dist dir being (re)built, and the rules for touching it: the new tree is assembled in a
-/// hidden sibling (same filesystem, so the final rename is atomic), fsynced, and swapped in
-/// only when complete, with `renameat2(RENAME_EXCHANGE)` so that a kill at any instant
-/// leaves a complete dist dir at the path; an existing directory is replaced only if it is
-/// empty or a previous dist dir (holds a manifest.json), so a typo in `-o` cannot wipe
-/// unrelated data.
+/// The dist dir being built, and the rules for touching it. A dist dir accumulates
+/// revisions: packs and indexes are content-addressed (`packs/<sha256>.tar`,
+/// `index/<sha256>.odrx`), written under temporary names, fsynced and renamed into place,
+/// and never rewritten; `manifest.json` is the one switch point, replaced last by a rename,
+/// so a kill at any instant leaves the previous revision (or the new one) complete and
+/// servable. `manifests/<revision>.json` records the manifests of the kept revisions, which
+/// ``prune(keeping:current:)`` uses to remove the objects no kept revision names.
+///
+/// An existing directory is used only if it is empty or a previous dist dir (holds a
+/// manifest.json, or only the dist dir's own subdirectories: a first build killed before
+/// its manifest), so a typo in `-o` cannot fill or prune unrelated data. One build at a time
+/// writes a dist dir: it holds an exclusive `flock` on the directory.
 struct OutputDirectory {
     let path: String
     let parent: String
@@ -39,6 +45,14 @@ struct OutputDirectory {
         }
     }
 
+    /// The names a dist dir holds besides `manifest.json` and its signature.
+    static let packsDirectory = "packs"
+    static let indexDirectory = "index"
+    static let manifestsDirectory = "manifests"
+    /// Every temporary file of a build starts with this; a build removes the ones it finds
+    /// (under the lock, any such file is a killed build's).
+    static let temporaryPrefix = ".odrfs-tmp-"
+
     /// Throws unless the output is absent, an empty directory, or a previous dist dir.
     func checkReplaceable() throws(BuildError) {
         var info = stat()
@@ -54,40 +68,62 @@ struct OutputDirectory {
             throw BuildError(.outputNotReplaceable, path: path, "'\(path)' exists and is not a directory; refusing to replace it")
         }
         if access(path + "/" + Manifest.fileName, F_OK) == 0 { return }
-        guard let dir = opendir(path) else { throw BuildError.io(SystemCallError("opendir"), "read", path) }
-        defer { closedir(dir) }
-        while let entry = readdir(dir) {
-            let bytes = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
-            if bytes != [0x2E] && bytes != [0x2E, 0x2E] {
-                throw BuildError(.outputNotReplaceable, path: path,
-                                 "'\(path)' exists, is not empty and holds no \(Manifest.fileName); refusing to replace it (remove it or choose another output directory)")
+        let own: Set<String> = [Self.packsDirectory, Self.indexDirectory, Self.manifestsDirectory, ManifestSignature.fileName]
+        let names: [String]
+        do { names = try POSIXFile.names(in: path) } catch { throw BuildError.io(error, "read", path) }
+        for name in names where !own.contains(name) && !name.hasPrefix(Self.temporaryPrefix) {
+            throw BuildError(.outputNotReplaceable, path: path,
+                             "'\(path)' exists, is not empty and holds no \(Manifest.fileName); refusing to replace it (remove it or choose another output directory)")
+        }
+    }
+
+    /// The dist dir opened for writing: its directory descriptor holds the build's `flock`.
+    struct Lock {
+        let descriptor: Int32
+        /// Whether this build created the dist dir (so a failed first build removes it).
+        let created: Bool
+
+        func release() { close(descriptor) }
+    }
+
+    /// Creates the dist dir and its subdirectories as needed, locks it against other builds,
+    /// and removes what killed builds left: temporary files inside it, and the hidden
+    /// siblings of the builds that swapped whole directories.
+    func open() throws(BuildError) -> Lock {
+        try checkReplaceable()
+        var created = false
+        if mkdir(path, 0o755) == 0 {
+            created = true
+            POSIXFile.syncDirectory(parent)
+        } else if errno != EEXIST {
+            throw BuildError.io(SystemCallError("mkdir"), "create", path)
+        }
+        let descriptor = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else { throw BuildError.io(SystemCallError("open"), "open", path) }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            let error = SystemCallError("flock")
+            close(descriptor)
+            if error.code == EWOULDBLOCK {
+                throw BuildError(.outputNotReplaceable, path: path, "another odrfs build is writing '\(path)'; wait for it to finish")
+            }
+            throw BuildError.io(error, "lock", path)
+        }
+        for directory in [Self.packsDirectory, Self.indexDirectory, Self.manifestsDirectory] {
+            let full = path + "/" + directory
+            guard mkdir(full, 0o755) == 0 || errno == EEXIST else {
+                let error = SystemCallError("mkdir")
+                close(descriptor)
+                throw BuildError.io(error, "create", full)
             }
         }
+        removeTemporaries()
+        removeStaleSiblings()
+        return Lock(descriptor: descriptor, created: created)
     }
 
-    /// A staging directory and the `flock` that marks it as in use by a live build: a build
-    /// killed before it cleaned up leaves an unlocked one, which the next build removes.
-    struct Staging {
-        let path: String
-        let lock: Int32
-
-        func release() { close(lock) }
-    }
-
-    func makeStagingDirectory() throws(BuildError) -> Staging {
-        let path = try makeSibling("building")
-        let lock = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        guard lock >= 0, flock(lock, LOCK_EX | LOCK_NB) == 0 else {
-            let error = SystemCallError("flock")
-            if lock >= 0 { close(lock) }
-            POSIXFile.removeTree(path)
-            throw BuildError.io(error, "lock the temporary directory", path)
-        }
-        return Staging(path: path, lock: lock)
-    }
-
-    /// Removes the hidden siblings (`.NAME.odrfs-building-*`, `.NAME.odrfs-old-*`) of builds
-    /// that were killed: those no live build holds locked.
+    /// Removes the hidden siblings (`.NAME.odrfs-building-*`, `.NAME.odrfs-old-*`) that
+    /// builds of earlier versions, which swapped whole directories, left when killed: those
+    /// no live build holds locked.
     func removeStaleSiblings() {
         guard let dir = opendir(parent) else { return }
         var candidates: [String] = []
@@ -98,57 +134,11 @@ struct OutputDirectory {
         }
         closedir(dir)
         for candidate in candidates {
-            let fd = open(candidate, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            let fd = Glibc.open(candidate, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             guard fd >= 0 else { continue }
             // Removed while locked, so a build that starts meanwhile cannot be using it.
             if flock(fd, LOCK_EX | LOCK_NB) == 0 { POSIXFile.removeTree(candidate) }
             close(fd)
         }
-    }
-
-    private func makeSibling(_ purpose: String) throws(BuildError) -> String {
-        var template = Array("\(parent)/.\(name).odrfs-\(purpose)-XXXXXX".utf8CString)
-        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-            throw BuildError.io(SystemCallError("mkdtemp"), "create a temporary directory in", parent)
-        }
-        let staging = String(cString: made)
-        chmod(staging, 0o755)   // mkdtemp makes 0700; a dist dir is meant to be served
-        return staging
-    }
-
-    /// Moves the finished (and fsynced) staging directory into place, replacing a previous
-    /// output so that the path always names a complete dist dir: an atomic exchange where
-    /// the system has one, else the previous output is parked for the instant between two
-    /// renames. The parent directory is fsynced so that the new name survives a crash.
-    func publish(_ staging: String) throws(BuildError) {
-        try checkReplaceable()   // it may have changed while we were building
-        defer { POSIXFile.syncDirectory(parent) }
-        var info = stat()
-        guard lstat(path, &info) == 0 else {
-            do { try POSIXFile.rename(staging, path) } catch { throw BuildError.io(error, "move the new dist dir to", path) }
-            return
-        }
-        switch AtomicExchange.exchange(staging, path) {
-        case .exchanged:
-            // The previous output now sits at the staging path, still locked by this build.
-            POSIXFile.removeTree(staging)
-            return
-        case .failed(let error):
-            throw BuildError.io(error, "swap the new dist dir with", path)
-        case .unsupported:
-            break
-        }
-        // rename(2) onto an empty directory replaces it; park the old output there first so that
-        // a failure of the second rename can put it back.
-        let parked = try makeSibling("old")
-        do { try POSIXFile.rename(path, parked) } catch {
-            rmdir(parked)
-            throw BuildError.io(error, "move aside the previous output", path)
-        }
-        do { try POSIXFile.rename(staging, path) } catch {
-            _ = try? POSIXFile.rename(parked, path)
-            throw BuildError.io(error, "move the new dist dir to", path)
-        }
-        POSIXFile.removeTree(parked)
     }
 }

@@ -22,7 +22,9 @@ struct PackFileWriter {
     let resourceRoot: String
     let chunkSize: ByteCount
 
-    func write(files: [ScannedFile], number: PackNumber, to path: String) throws(BuildError) -> Result {
+    /// Writes the pack to `path` (which must not exist). With `sync` false the caller fsyncs,
+    /// or discards the file unsynced when its content is already in the dist dir.
+    func write(files: [ScannedFile], number: PackNumber, to path: String, sync: Bool = true) throws(BuildError) -> Result {
         let out: Int32
         do { out = try POSIXFile.create(path) } catch { throw BuildError.io(error, "create pack file", path) }
         defer { close(out) }
@@ -82,7 +84,9 @@ struct PackFileWriter {
             placements.append((file.path, Placement(pack: number, dataOffset: contentOffset)))
         }
         try emit(tar.finish())
-        do { try POSIXFile.sync(out) } catch { throw BuildError.io(error, "fsync pack file", path) }
+        if sync {
+            do { try POSIXFile.sync(out) } catch { throw BuildError.io(error, "fsync pack file", path) }
+        }
         return Result(digests: hasher.finalize(), placements: placements)
     }
 

@@ -18,34 +18,60 @@ struct PackPlan: Sendable {
     init(tree: ResourceTree, spec: TagSpec) {
         var matched = Array(repeating: [Bool](), count: spec.rules.count)
         for (r, rule) in spec.rules.enumerated() { matched[r] = Array(repeating: false, count: rule.patterns.count) }
+        // Only the patterns whose literal prefix the path starts with are tried: with a tag
+        // per directory that is one or two per file instead of every pattern of the spec.
+        let trie = PatternTrie(spec: spec)
         var byID: [PackID: Pack] = [.base: Pack(id: .base, tags: [], files: [])]
+        var ruleTagged = Array(repeating: false, count: spec.rules.count)
+        var taggedRules: [Int] = []
         for (index, file) in tree.files.enumerated() {
-            var tags: [ODRFSCore.Tag] = []
-            for (r, rule) in spec.rules.enumerated() {
-                var tagged = false
-                // Every pattern is tried (not just until one hits) so that unused ones can be reported.
-                for (p, pattern) in rule.patterns.enumerated() where pattern.matchesSelfOrAncestor(file.components) {
-                    matched[r][p] = true
-                    tagged = true
+            taggedRules.removeAll(keepingCapacity: true)
+            // Every candidate is tried (not just until one hits) so that unused patterns can be reported.
+            for candidate in trie.candidates(for: file.components)
+            where spec.rules[candidate.rule].patterns[candidate.pattern].matchesSelfOrAncestor(file.components) {
+                matched[candidate.rule][candidate.pattern] = true
+                if !ruleTagged[candidate.rule] {
+                    ruleTagged[candidate.rule] = true
+                    taggedRules.append(candidate.rule)
                 }
-                if tagged { tags.append(rule.tag) }
             }
+            for rule in taggedRules { ruleTagged[rule] = false }
+            // Rules are sorted by tag, so sorted rule numbers give the tags in order.
+            let tags = taggedRules.sorted().map { spec.rules[$0].tag }
             let id = PackID(tags: tags)
-            byID[id, default: Pack(id: id, tags: tags.sorted(), files: [])].files.append(index)
+            byID[id, default: Pack(id: id, tags: tags, files: [])].files.append(index)
         }
         var warnings: [String] = []
+        Self.markPatternsMatchingOtherEntries(tree: tree, spec: spec, trie: trie, matched: &matched)
+        // One pass over the packs, not one per tag.
+        var usedTags = Set<ODRFSCore.Tag>()
+        for pack in byID.values { usedTags.formUnion(pack.tags) }
         for (r, rule) in spec.rules.enumerated() {
             for (p, pattern) in rule.patterns.enumerated() where !matched[r][p] {
-                // A pattern naming only empty directories or symlinks is used, even though it tags no file.
-                if tree.allPaths.contains(where: { pattern.matches($0) }) { continue }
                 warnings.append("tag '\(rule.tag)': pattern '\(pattern)' matches nothing")
             }
-            if !byID.values.contains(where: { $0.tags.contains(rule.tag) }) {
+            if !usedTags.contains(rule.tag) {
                 warnings.append("tag '\(rule.tag)' has no files")
             }
         }
         let base = byID.removeValue(forKey: .base)!
         self.packs = [base] + byID.values.sorted { $0.id < $1.id }
         self.warnings = warnings
+    }
+
+    /// A pattern naming only empty directories or symlinks is used, even though it tags no
+    /// file: marks those, testing each directory and symlink only against its candidates
+    /// (files were tested already, and a pattern matching a file also covers it).
+    private static func markPatternsMatchingOtherEntries(tree: ResourceTree, spec: TagSpec, trie: PatternTrie,
+                                                         matched: inout [[Bool]]) {
+        guard matched.contains(where: { $0.contains(false) }) else { return }
+        for path in tree.allPaths {
+            let components = path.split(separator: "/")
+            for candidate in trie.candidates(for: components) where !matched[candidate.rule][candidate.pattern] {
+                if spec.rules[candidate.rule].patterns[candidate.pattern].matches(components) {
+                    matched[candidate.rule][candidate.pattern] = true
+                }
+            }
+        }
     }
 }

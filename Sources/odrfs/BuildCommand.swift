@@ -14,9 +14,12 @@ struct BuildCommand: ParsableCommand {
         discussion: """
             Files are grouped by their exact set of tags (from odr.yaml at the resource root, or \
             --spec); untagged files form the base pack. The same input always gives a \
-            byte-identical dist dir. An existing output directory is replaced only if it is \
-            empty or a previous dist dir; the new manifest's revision is then one more than \
-            the previous one's (1 for a fresh dist dir). With --sign-key, manifest.json.sig \
+            byte-identical dist dir. An existing output directory is used only if it is \
+            empty or a previous dist dir: the new revision is published next to the old ones \
+            (packs and indexes are content-addressed and stay; manifest.json is replaced \
+            atomically, last) and its revision is one more than the previous one's (1 for a \
+            fresh dist dir). --keep N keeps the objects of the last N revisions (recorded in \
+            manifests/<revision>.json) and removes the others. With --sign-key, manifest.json.sig \
             (the Ed25519 signature of the exact manifest bytes) is published with the manifest. \
             --expires stores build time + DURATION in the manifest; mounts with --trust-key \
             refuse it afterwards. Packs are compressed with zstd by default, one frame per \
@@ -42,12 +45,20 @@ struct BuildCommand: ParsableCommand {
     @Option(help: "The manifest expires this long after the build: a number and s, m, h or d (e.g. 30d).")
     var expires: ExpiryDurationArgument?
 
+    @Option(help: "Keep the packs and indexes of the last N revisions (the new one included); remove the rest.")
+    var keep: Int = BundleBuilder.defaultKeep
+
+    func validate() throws {
+        guard keep >= 1 else { throw ValidationError("--keep must be at least 1 (the new revision)") }
+    }
+
     func run() throws {
         var logger = Logger(label: "odrfs.build")
         // Warnings reach the user through the report below; the logger is for debugging.
         logger.logLevel = .error
         var builder = BundleBuilder(resourceRoot: resourceDir, specPath: spec, logger: logger)
         builder.compression = compress.value
+        builder.keep = keep
         if let signKey {
             builder.signingKey = try loadSigningKey(signKey)
         }

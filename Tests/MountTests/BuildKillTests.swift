@@ -5,6 +5,9 @@ import Testing
 
 /// `odrfs build` killed at any instant of a rebuild leaves a complete dist dir at the output
 /// path, and the next build removes what the killed one left beside it (issue 12, defect 10).
+/// Since builds publish revisions next to each other (issue 13), the previous revision's
+/// manifest and every object it names also survive the kill intact, and the manifest at
+/// the path is the previous revision or the next one, never anything between.
 @Suite("odrfs build killed mid-way", .serialized, .timingSensitive, .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
 struct BuildKillTests {
     @Test("a rebuild killed at any instant leaves a complete dist dir, and the next build cleans up")
@@ -31,6 +34,8 @@ struct BuildKillTests {
             // Started, timed and killed on a thread of its own: a task's sleep can wake late
             // in a parallel run (past the end of the build), a thread's usleep does not.
             let delay = UInt32(clamping: Int.random(in: 0...(microseconds * 6 / 5)))
+            let previousBytes = try Data(contentsOf: URL(fileURLWithPath: fixture.dist + "/" + Manifest.fileName))
+            let previous = try Manifest.decode(previousBytes)
             let started = await onDedicatedThread { () -> Result<(ChildProcess, Bool), POSIXError> in
                 do {
                     let child = try ChildProcess(MountFixture.binary, ["build", source, "-o", dist])
@@ -46,6 +51,10 @@ struct BuildKillTests {
             if wasRunning { killedMidway += 1 }
             #expect(await child.wait(timeout: .seconds(10)))
             try Self.expectComplete(fixture.dist, attempt: attempt)
+            let now = try Data(contentsOf: URL(fileURLWithPath: fixture.dist + "/" + Manifest.fileName))
+            let revision = try Manifest.decode(now).revision
+            #expect(now == previousBytes || revision == previous.revision + 1, "revision \(revision) after \(previous.revision), kill \(attempt)")
+            try Self.expectIntact(previous, in: fixture.dist, attempt: attempt)
         }
         #expect(killedMidway > 0, "no build was killed before it finished (a build takes \(buildTime))")
         let last = try await fixture.odrfs(["build", fixture.source, "-o", fixture.dist])
@@ -53,6 +62,49 @@ struct BuildKillTests {
         try Self.expectComplete(fixture.dist, attempt: -1)
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: fixture.root).filter { $0.hasPrefix(".dist.") }
         #expect(leftovers.isEmpty, "\(leftovers)")
+        // Nothing a killed build wrote is left inside the dist dir either: no temporary file,
+        // and no object that no kept revision names.
+        let final = try Manifest.decode(Data(contentsOf: URL(fileURLWithPath: fixture.dist + "/" + Manifest.fileName)))
+        var named = Set<String>()
+        for name in try FileManager.default.contentsOfDirectory(atPath: fixture.dist + "/manifests") where name.hasSuffix(".json") {
+            let kept = try Manifest.decode(Data(contentsOf: URL(fileURLWithPath: fixture.dist + "/manifests/" + name)))
+            named.formUnion(kept.packs.map(\.file) + [kept.index.file])
+        }
+        #expect(named.isSuperset(of: final.packs.map(\.file)))
+        for directory in ["", "/packs", "/index", "/manifests"] {
+            let names = try FileManager.default.contentsOfDirectory(atPath: fixture.dist + directory)
+            #expect(!names.contains { $0.hasPrefix(".odrfs-tmp-") }, "temporary files left in dist\(directory): \(names)")
+            if directory == "/packs" || directory == "/index" {
+                let prefix = String(directory.dropFirst()) + "/"
+                #expect(Set(names.map { prefix + $0 }) == named.filter { $0.hasPrefix(prefix) }, "objects in dist\(directory)")
+            }
+        }
+    }
+
+    /// Every object `manifest` names is still in the dist dir with its size and SHA-256.
+    static func expectIntact(_ manifest: Manifest, in dist: String, attempt: Int) throws {
+        let index = try Data(contentsOf: URL(fileURLWithPath: dist + "/" + manifest.index.file))
+        #expect(ContentHash.of(index) == manifest.index.sha256, "index of revision \(manifest.revision) after kill \(attempt)")
+        for pack in manifest.packs {
+            var bytes = try Data(contentsOf: URL(fileURLWithPath: dist + "/" + pack.file))
+            // A compressed pack is checked by what it decompresses to (zstd(1), as a user would).
+            if pack.compression != nil { bytes = try Self.decompressed(dist + "/" + pack.file) }
+            #expect(ContentHash.of(bytes) == pack.sha256, "pack \(pack.id) of revision \(manifest.revision) after kill \(attempt)")
+        }
+    }
+
+    /// The bytes `zstd -dc` makes of a compressed pack.
+    static func decompressed(_ path: String) throws -> Data {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/zstd")
+        process.arguments = ["-dcq", path]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "zstd -d \(path)")
+        return data
     }
 
     /// The manifest decodes, the index matches it, and every pack has its size.

@@ -71,7 +71,7 @@ import Testing
             let bytes = try Data(contentsOf: URL(fileURLWithPath: dist + "/" + pack.file))
             #expect(ContentHash.of(bytes) == pack.sha256)
         }
-        #expect(try tree.entries("dist") == ["index", "manifest.json", "packs"])
+        #expect(try tree.entries("dist") == ["index", "manifest.json", "manifests", "packs"])
     }
 
     @Test func sameInputGivesByteIdenticalDistDirs() throws {
@@ -89,7 +89,9 @@ import Testing
         let rebuilt = try tree.snapshot("one")
         #expect(rebuilt == (try tree.snapshot("two")))
         #expect(rebuilt["manifest.json"] != two["manifest.json"])
-        #expect(rebuilt.filter { $0.key != "manifest.json" } == two.filter { $0.key != "manifest.json" })
+        // The new revision's manifest, and its record, are all that was added.
+        #expect(rebuilt["manifests/2.json"] == rebuilt["manifest.json"])
+        #expect(rebuilt.filter { !["manifest.json", "manifests/2.json"].contains($0.key) } == two.filter { $0.key != "manifest.json" })
     }
 
     @Test func noSpecMeansEverythingInBase() throws {

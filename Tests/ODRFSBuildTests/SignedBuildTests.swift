@@ -55,14 +55,14 @@ import ODRFSCore
         #expect(report.signer == key.publicKey.id)
         _ = try builder.build(into: tree.path + "/two")
         #expect(try tree.snapshot("one") == tree.snapshot("two"))
-        #expect(try tree.entries("one") == ["index", "manifest.json", "manifest.json.sig", "packs"])
+        #expect(try tree.entries("one") == ["index", "manifest.json", "manifest.json.sig", "manifests", "packs"])
         let (data, _) = try Self.manifest(tree, "one")
         let signature = try Data(contentsOf: URL(fileURLWithPath: tree.path + "/one/manifest.json.sig"))
         let verified = try ManifestTrust(trustedKeys: [key.publicKey]).verify(manifest: data, signature: signature, now: Date(), seen: [:])
         #expect(verified.manifest.revision == 1)
         // An unsigned rebuild leaves no stale signature behind.
         _ = try tree.builder("src").build(into: tree.path + "/one")
-        #expect(try tree.entries("one") == ["index", "manifest.json", "packs"])
+        #expect(try tree.entries("one") == ["index", "manifest.json", "manifests", "packs"])
     }
 
     @Test func expiresIsBuildTimePlusTheDuration() throws {

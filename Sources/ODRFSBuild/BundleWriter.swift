@@ -1,0 +1,111 @@
+import Foundation
+import Logging
+import ODRFSCore
+
+/// Writes one revision's objects into a locked dist dir — every pack, then the file index —
+/// and assembles its manifest, which ``BundleBuilder`` publishes. Objects that the dist dir
+/// already holds (an unchanged pack or index of a kept revision) are reused, not rewritten.
+struct BundleWriter {
+    /// What the writer put into the dist dir so far: a failed build removes exactly these.
+    struct Written {
+        /// Dist-relative names of objects this build created (not reused).
+        var created: [String] = []
+        var reusedPacks = 0
+    }
+
+    /// A written revision, not yet published.
+    struct Bundle {
+        var manifest: Manifest
+        /// The exact manifest bytes to publish (and sign).
+        var encoded: Data
+        var rows: [BuildReport.Row]
+        var indexEntries: Int
+    }
+
+    let output: OutputDirectory
+    let resourceRoot: String
+    let chunkSize: ByteCount
+    let compression: CompressionSetting
+    let logger: Logger
+
+    func write(tree: ResourceTree, plan: PackPlan, spec: TagSpec, revision: Int64, expires: Int64?,
+               written: inout Written, warnings: inout [String]) throws(BuildError) -> Bundle {
+        let writer = PackFileWriter(resourceRoot: resourceRoot, chunkSize: chunkSize)
+        var descriptors: [PackDescriptor] = []
+        var rows: [BuildReport.Row] = []
+        var placements: [String: PackFileWriter.Placement] = [:]
+        placements.reserveCapacity(tree.files.count)
+        var pending: [OutputDirectory.PendingObject] = []
+        var pendingAddresses: Set<String> = []
+        for (position, pack) in plan.packs.enumerated() {
+            let temporary = output.temporaryPath(in: OutputDirectory.packsDirectory, "\(position).tar")
+            let result = try writer.write(files: pack.files.map { tree.files[$0] }, number: PackNumber(UInt32(position)),
+                                          to: temporary, sync: false)
+            let (file, stored, compressed) = try store(temporary, sha256: result.digests.sha256, position: position)
+            // Unchanged since a kept revision: the copy is dropped before it is ever synced
+            // (compression is deterministic, so the same tar gives the same frames).
+            let storedBytes = compressed?.bytes ?? result.digests.bytes
+            if output.hasObject(file, bytes: storedBytes) || pendingAddresses.contains(file) {
+                unlink(stored)
+                written.reusedPacks += 1
+            } else {
+                pending.append(OutputDirectory.PendingObject(temporary: stored, relative: file))
+                pendingAddresses.insert(file)
+            }
+            for (path, placement) in result.placements { placements[path] = placement }
+            descriptors.append(PackDescriptor(id: pack.id, tags: pack.tags, file: file, bytes: result.digests.bytes,
+                                              sha256: result.digests.sha256, chunks: result.digests.chunks, files: pack.files.count,
+                                              compression: compressed))
+            rows.append(BuildReport.Row(id: pack.id, tags: pack.tags, files: pack.files.count, bytes: result.digests.bytes,
+                                        compressedBytes: compressed?.bytes))
+            if result.digests.bytes > BundleBuilder.packSizeWarning {
+                warnings.append("pack '\(pack.id)' is \(result.digests.bytes), above the \(BundleBuilder.packSizeWarning) limit (\(BundleBuilder.recommendedPackSize) recommended); split its tags")
+            }
+            logger.debug("pack written", metadata: ["pack.id": "\(pack.id)", "pack.bytes": "\(result.digests.bytes.value)"])
+        }
+
+        // Listed before they exist, so that a failure half-way removes whatever got renamed.
+        written.created += pending.map(\.relative)
+        try output.publishObjects(pending)
+
+        let indexBytes: [UInt8]
+        do {
+            indexBytes = try FileIndexWriter(packCount: descriptors.count).encode(root: BundleBuilder.place(tree.root, path: "", placements))
+        } catch {
+            throw BuildError(.io, path: nil, "cannot encode the file index: \(error)")
+        }
+        let indexHash = ContentHash.of(indexBytes)
+        let indexFile = "\(OutputDirectory.indexDirectory)/\(indexHash.hex).\(FileIndex.fileExtension)"
+        let indexSize = ByteCount(Int64(indexBytes.count))
+        // Known before it is written, unlike a pack's: an unchanged index is not written at all.
+        if !output.hasObject(indexFile, bytes: indexSize) {
+            let temporary = output.temporaryPath(in: OutputDirectory.indexDirectory, "index")
+            do { try POSIXFile.writeFile(temporary, indexBytes) } catch { throw BuildError.io(error, "write", temporary) }
+            do { try POSIXFile.rename(temporary, output.path + "/" + indexFile) } catch { throw BuildError.io(error, "rename", temporary) }
+            written.created.append(indexFile)
+        }
+
+        // One pass over the packs for all tags (a filter per tag was tags × packs).
+        var packsByTag: [ODRFSCore.Tag: [PackID]] = [:]
+        for descriptor in descriptors {
+            for tag in descriptor.tags { packsByTag[tag, default: []].append(descriptor.id) }
+        }
+        let tags = spec.rules.map { rule in
+            TagDescriptor(tag: rule.tag, preservationPriority: spec.preservation[rule.tag] ?? 0, packs: packsByTag[rule.tag] ?? [])
+        }
+        let index = IndexReference(file: indexFile, bytes: indexSize, sha256: indexHash, entries: tree.allPaths.count + 1)
+        let manifest = Manifest(bundleVersion: Manifest.computeBundleVersion(index: indexHash, packs: descriptors),
+                                chunkSize: chunkSize, index: index, packs: descriptors, tags: tags,
+                                initialInstall: spec.initialInstall, prefetch: spec.prefetch,
+                                revision: revision, expires: expires)
+        // What every mount will check, checked here first: a bundle beyond BundleLimits or
+        // otherwise unmountable fails the build instead of every mount.
+        let encoded = manifest.encoded()
+        do {
+            try FileIndex(bytes: indexBytes).validate(against: Manifest.decode(encoded))
+        } catch {
+            throw BuildError(.tooLarge, path: nil, "the bundle would not be mountable: \(error)")
+        }
+        return Bundle(manifest: manifest, encoded: encoded, rows: rows, indexEntries: index.entries)
+    }
+}
