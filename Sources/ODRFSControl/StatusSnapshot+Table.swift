@@ -47,7 +47,22 @@ extension StatusSnapshot {
         line += ", in use \(cache.inUseBytes)/\(cache.maximumInUse)"
         line += ", evictions \(cache.evictionCount)"
         if cache.isOverBudget { line += ", OVER BUDGET (retained packs cannot be purged)" }
-        return text + line + "\n"
+        return text + line + "\n" + revisionLine()
+    }
+
+    /// `revision: 3, available 4 (update available), checked 2026-…`; empty when the daemon
+    /// did not say (an older daemon).
+    private func revisionLine() -> String {
+        guard let revision else { return "" }
+        var line = "revision: \(revision)"
+        if let availableRevision, let lastUpdateCheck {
+            line += ", available \(availableRevision)"
+            if availableRevision > revision { line += " (update available: odrfs update)" }
+            line += ", checked \(lastUpdateCheck.formatted(.iso8601))"
+        } else {
+            line += ", no update check yet"
+        }
+        return line + "\n"
     }
 
     private static func stateText(_ state: State, percent: Int?) -> String {

@@ -121,6 +121,31 @@ public struct StatusSnapshot: Codable, Sendable, Equatable {
     public var tags: [TagEntry]
     /// The cache.
     public var cache: CacheEntry
+    /// The manifest revision the mount serves (`"revision"`).
+    public var revision: Int64?
+    /// The revision the origin offered at the last update check; null before a check
+    /// (`"available_revision"`).
+    public var availableRevision: Int64?
+    /// When the origin was last asked for updates; null before a check (`"last_update_check"`).
+    public var lastUpdateCheck: Date?
+
+    enum CodingKeys: String, CodingKey {
+        case packs, tags, cache, revision
+        case availableRevision = "available_revision"
+        case lastUpdateCheck = "last_update_check"
+    }
+
+    /// Like the synthesized encoding, except that the update fields are written as `null`
+    /// when unknown: scripts can tell "never checked" from an old daemon.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(packs, forKey: .packs)
+        try container.encode(tags, forKey: .tags)
+        try container.encode(cache, forKey: .cache)
+        try container.encodeIfPresent(revision, forKey: .revision)
+        try container.encode(availableRevision, forKey: .availableRevision)
+        try container.encode(lastUpdateCheck, forKey: .lastUpdateCheck)
+    }
 
     /// A snapshot.
     public init(packs: [PackEntry], tags: [TagEntry], cache: CacheEntry) {

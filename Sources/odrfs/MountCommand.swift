@@ -69,6 +69,8 @@ struct MountCommand: AsyncParsableCommand {
 
     @OptionGroup var logging: LoggingOptions
 
+    @OptionGroup var updates: UpdateOptions
+
     func validate() throws {
         guard fetchTimeout > 0 else { throw ValidationError("--fetch-timeout must be positive") }
         guard maxDownloads > 0 else { throw ValidationError("--max-downloads must be at least 1") }
@@ -107,6 +109,7 @@ struct MountCommand: AsyncParsableCommand {
         )
         configuration.maximumConcurrentDownloads = maxDownloads
         configuration.trustedKeys = try trustKeys.map(Self.loadTrustKey)
+        configuration.updates = updates.settings
         configuration.limits = CacheLimits(
             budget: cacheSize?.value, minimumFree: minFree?.value,
             maximumInUse: maxInUse?.value ?? CacheLimits.defaultMaximumInUse

@@ -15,7 +15,7 @@ extension ResourceManager {
             )
         }
         let cache = cacheStatus()
-        return StatusSnapshot(
+        var snapshot = StatusSnapshot(
             packs: packs,
             tagPriorities: tagPriorities(),
             cache: StatusSnapshot.CacheEntry(
@@ -26,6 +26,11 @@ extension ResourceManager {
                 evictionCount: cache.evictionCount
             )
         )
+        let check = updateCheck.current
+        snapshot.revision = manifest.revision
+        snapshot.availableRevision = check.availableRevision
+        snapshot.lastUpdateCheck = check.lastCheck
+        return snapshot
     }
 
     /// Bytes local (or downloaded so far) and in total, over `packs`.

@@ -24,6 +24,8 @@ public struct MountConfiguration: Sendable, Codable {
     /// `--trust-key`: the public keys (their contents, not paths) of which one must have
     /// signed the manifest. Empty: the manifest is trusted as served (no signature check).
     public var trustedKeys: [TrustKey] = []
+    /// `--update-interval` and `--update-policy`.
+    public var updates = UpdateSettings()
 
     public init(origin: String, mountpoint: String, cacheDirectory: String? = nil, fuseOptions: [String] = []) {
         self.origin = origin

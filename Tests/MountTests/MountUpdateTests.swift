@@ -1,0 +1,162 @@
+import Foundation
+import ODRFSClient
+import ODRFSCore
+import TestSupport
+import Testing
+
+/// `odrfs update` against real mounts: a new revision of the dist dir reaches a running
+/// mount atomically, old handles keep their bytes, and only what changed is fetched.
+@Suite("Live bundle updates", .serialized, .timingSensitive, .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
+struct MountUpdateTests {
+    static let changedMap = TestBundle.pseudoRandom(30_000, seed: 99)
+    static let newFile = Array("new in revision 2\n".utf8)
+
+    /// Revision 2 of the test bundle: levels/3/map.dat (an initial-install file) changes,
+    /// levels/3/new.txt appears, config/settings.json disappears; everything else stays.
+    static func buildRevision2(_ fixture: MountFixture) async throws {
+        try Data(changedMap).write(to: URL(fileURLWithPath: fixture.source + "/levels/3/map.dat"))
+        try Data(newFile).write(to: URL(fileURLWithPath: fixture.source + "/levels/3/new.txt"))
+        try FileManager.default.removeItem(atPath: fixture.source + "/config/settings.json")
+        let build = try await fixture.odrfs(["build", fixture.source, "-o", fixture.dist])
+        try #require(build.status == 0, "\(build.stderr)")
+        #expect(try fixture.manifest.revision == 2)
+    }
+
+    static func inode(_ path: String) -> UInt64? {
+        var info = stat()
+        return stat(path, &info) == 0 ? UInt64(info.st_ino) : nil
+    }
+
+    static func json(_ data: Data) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any], "\(String(decoding: data, as: UTF8.self))")
+    }
+
+    @Test("update: a changed file shows new content, an old handle reads the old bytes to the end, files appear and disappear")
+    func switchKeepsOldHandles() async throws {
+        let fixture = try MountFixture()
+        try await fixture.buildTestBundle()
+        try await fixture.mount()
+        let mnt = fixture.mountpoint
+        let readmeInode = try #require(Self.inode(mnt + "/README.txt"))
+        let old = try #require(TestBundle.files["levels/3/map.dat"])
+        let handle = try #require(FileHandle(forReadingAtPath: mnt + "/levels/3/map.dat"))
+        defer { try? handle.close() }
+        #expect(try handle.read(upToCount: 100) == Data(old.prefix(100)))
+        #expect(FileManager.default.fileExists(atPath: mnt + "/config/settings.json"))
+        let before = try await fixture.odrfs(["status", mnt, "--json"])
+        let beforeStatus = try Self.json(before.stdout)
+        #expect(beforeStatus["revision"] as? Int == 1)
+        #expect(beforeStatus.keys.contains("available_revision") && beforeStatus["available_revision"] is NSNull)
+        #expect(beforeStatus["last_update_check"] is NSNull)
+
+        try await Self.buildRevision2(fixture)
+        let check = try await fixture.odrfs(["update", mnt, "--check", "--json"])
+        try #require(check.status == 0, "\(check.stderr)\n\(fixture.log)")
+        let report = try Self.json(check.stdout)
+        #expect(report["mounted_revision"] as? Int == 1)
+        #expect(report["available_revision"] as? Int == 2)
+        let changed = Set(try #require(report["changed_packs"] as? [String]))
+        #expect(changed == ["base", "Level3"], "\(changed)")
+        #expect(report["switched"] == nil)
+        // Nothing switched yet.
+        #expect(try Data(contentsOf: URL(fileURLWithPath: mnt + "/levels/3/map.dat")) == Data(old))
+
+        let update = try await fixture.odrfs(["update", mnt, "--json"])
+        try #require(update.status == 0, "\(update.stderr)\n\(fixture.log)")
+        let done = try Self.json(update.stdout)
+        #expect(done["switched"] as? Bool == true)
+        #expect(done["available_revision"] as? Int == 2)
+
+        #expect(try Data(contentsOf: URL(fileURLWithPath: mnt + "/levels/3/map.dat")) == Data(Self.changedMap))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: mnt + "/levels/3/new.txt")) == Data(Self.newFile))
+        #expect(!FileManager.default.fileExists(atPath: mnt + "/config/settings.json"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: mnt + "/levels/3").sorted() == ["map.dat", "new.txt"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: mnt + "/config") == [])
+        // The handle opened before the switch reads the old revision's bytes to the end.
+        #expect(try handle.readToEnd() == Data(old.dropFirst(100)))
+        #expect(Self.inode(mnt + "/README.txt") == readmeInode, "an unchanged file changed its inode number")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: mnt + "/levels/1/map.dat")) == Data(TestBundle.files["levels/1/map.dat"]!))
+
+        let after = try Self.json(try await fixture.odrfs(["status", mnt, "--json"]).stdout)
+        #expect(after["revision"] as? Int == 2)
+        #expect(after["available_revision"] as? Int == 2)
+        #expect(after["last_update_check"] is String)
+        let statusFile = try String(contentsOfFile: mnt + "/.odrfs/status", encoding: .utf8)
+        #expect(statusFile.contains("revision: 2, available 2"), "\(statusFile)")
+    }
+
+    @Test("update over HTTP: --check fetches no pack; the update fetches only changed packs; a rollback is refused")
+    func checkFetchesNothingAndRollbackIsRefused() async throws {
+        let fixture = try MountFixture()
+        try await fixture.buildTestBundle()
+        let revision1 = fixture.root + "/dist-r1"
+        try FileManager.default.copyItem(atPath: fixture.dist, toPath: revision1)
+        let origin = try await OriginKind.odrfsServe.start(serving: fixture.dist, in: fixture.root + "/origin")
+        try await fixture.mount(origin: origin.url)
+        let mounted = origin.packRequests
+
+        try await Self.buildRevision2(fixture)
+        let check = try await fixture.odrfs(["update", fixture.mountpoint, "--check"])
+        #expect(check.status == 0, "\(check.stderr)")
+        let text = String(decoding: check.stdout, as: UTF8.self)
+        #expect(text.contains("available 2"), "\(text)")
+        #expect(origin.packRequests == mounted, "--check fetched a pack")
+        let report = try await BundleResourceRequest.checkForUpdates(mountpoint: fixture.mountpoint)
+        #expect(report.mountedRevision == 1 && report.availableRevision == 2 && report.isUpdateAvailable)
+
+        let update = try await fixture.odrfs(["update", fixture.mountpoint])
+        try #require(update.status == 0, "\(update.stderr)\n\(fixture.log)")
+        let fetched = origin.packRequests.dropFirst(mounted.count)
+        let manifest = try fixture.manifest
+        let changedFiles = Set(["base", "Level3"].compactMap { id in manifest.packs.first { $0.id.rawValue == id }?.file })
+        #expect(!fetched.isEmpty && fetched.allSatisfy { request in changedFiles.contains { request.contains($0) } }, "\(fetched)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: fixture.mountpoint + "/levels/3/map.dat")) == Data(Self.changedMap))
+
+        // The origin goes back to revision 1: refused, and the mount stays on revision 2.
+        try FileManager.default.removeItem(atPath: fixture.dist)
+        try FileManager.default.copyItem(atPath: revision1, toPath: fixture.dist)
+        let rollback = try await fixture.odrfs(["update", fixture.mountpoint])
+        #expect(rollback.status != 0)
+        #expect(rollback.stderr.contains("refusing revision 1"), "\(rollback.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: fixture.mountpoint + "/levels/3/map.dat")) == Data(Self.changedMap))
+        #expect(FileManager.default.fileExists(atPath: fixture.mountpoint + "/levels/3/new.txt"))
+    }
+
+    /// Bytes `odrfs serve` sent for requests of `file`, from its access log.
+    static func bytesServed(_ log: String, file: String) -> Int {
+        log.split(separator: "\n").filter { $0.contains("http.path=/" + file) }.reduce(0) { total, line in
+            guard let range = line.range(of: "http.bytes=") else { return total }
+            return total + (Int(line[range.upperBound...].prefix { $0.isNumber }) ?? 0)
+        }
+    }
+
+    @Test("delta update: 4 KiB changed inside the 3 MiB big file fetches about one chunk, not the pack; the content is exact")
+    func deltaUpdateFetchesOnlyWhatChanged() async throws {
+        let fixture = try MountFixture()
+        try await fixture.buildTestBundle()
+        let server = try await onFreePort { try await ServeOrigin(serving: fixture.dist, in: fixture.root + "/serve-\($0)", port: $0) }
+        try await fixture.mount(origin: server.url)
+        var big = try #require(TestBundle.files["big.bin"])
+        // Make the Big pack local (an update fetches only packs that are local or retained).
+        #expect(try Data(contentsOf: URL(fileURLWithPath: fixture.mountpoint + "/big.bin")) == Data(big))
+        for offset in 2_000_000..<(2_000_000 + 4096) { big[offset] ^= 0x5A }
+        try Data(big).write(to: URL(fileURLWithPath: fixture.source + "/big.bin"))
+        #expect(try await fixture.odrfs(["build", fixture.source, "-o", fixture.dist]).status == 0)
+        let pack = try #require(try fixture.manifest.packs.first { $0.id.rawValue == "Big" })
+
+        let check = try Self.json(try await fixture.odrfs(["update", fixture.mountpoint, "--check", "--json"]).stdout)
+        #expect(check["changed_packs"] as? [String] == ["Big"])
+        let planned = try #require(check["download_bytes"] as? Int)
+        // An upper bound: the chunk holding the changed header and the chunk holding the change.
+        #expect(planned > 0 && planned <= 2 * 1_048_576, "planned download of \(planned) bytes for a 4 KiB change")
+        #expect((check["reused_bytes"] as? Int).map { $0 + planned } == Int(pack.bytes.value))
+
+        let update = try await fixture.odrfs(["update", fixture.mountpoint, "--json"])
+        try #require(update.status == 0, "\(update.stderr)\n\(fixture.log)")
+        let served = Self.bytesServed(server.logText, file: pack.file)
+        // The header is rebuilt locally, the old bytes are guessed in, and only the chunk that changed is fetched.
+        #expect(served > 0 && served <= 1_048_576 && served <= planned, "fetched \(served) bytes of a \(pack.bytes.value)-byte pack")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: fixture.mountpoint + "/big.bin")) == Data(big))
+        #expect(!fixture.log.contains("downloading it whole"), "the assembly fell back to a whole download")
+    }
+}
