@@ -361,6 +361,7 @@ def run_update(origin):
     the two changed packs whole (a fresh mount of the new revision)."""
     r = {}
     mnt = ODRFS(origin)
+    mnt.name = "odrfs-w8"   # its own mountpoints and caches
     mnt.cold()
     sh(A.binary, "request", mnt.root, "Big", "Level1")
     big = f"{A.work}/src/Big/big.bin"
@@ -391,6 +392,7 @@ def run_update(origin):
     mnt.close()
     # What it replaces: the two changed packs downloaded whole.
     whole = ODRFS(origin)
+    whole.name = "odrfs-w8-whole"
     whole.cold()
     mark = log_mark()
     r["W8 whole time"] = timed(lambda: sh(A.binary, "request", whole.root, "Big", "Level1"))

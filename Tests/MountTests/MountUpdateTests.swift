@@ -159,4 +159,44 @@ struct MountUpdateTests {
         #expect(try Data(contentsOf: URL(fileURLWithPath: fixture.mountpoint + "/big.bin")) == Data(big))
         #expect(!fixture.log.contains("downloading it whole"), "the assembly fell back to a whole download")
     }
+
+    @Test("kill -9 during an update: the cache still names the old revision, no partial pack is kept, and a restart serves one whole revision")
+    func killDuringUpdate() async throws {
+        let fixture = try MountFixture()
+        try await fixture.buildTestBundle()
+        try await fixture.mount()
+        try await Self.buildRevision2(fixture)
+        let newLevel3 = try #require(try fixture.manifest.packs.first { $0.id.rawValue == "Level3" })
+        // The new Level3 pack stalls after 1,000 bytes: the update hangs in the middle of assembling it.
+        let slow = try SlowPack(fixture, pack: "Level3", stallAfter: 1_000)
+        let update = try ChildProcess(MountFixture.binary, ["update", fixture.mountpoint])
+        defer { update.stop() }
+        #expect(await eventually(timeout: .seconds(30)) { fixture.log.contains("pack.id=base [ODRFSMount] pack assembled for the update") },
+                "the update never got to the stalled pack: \(fixture.log)")
+        await pause(.milliseconds(300))
+        let pid = try #require(fixture.daemonPID())
+        kill(pid, SIGKILL)
+        #expect(await eventually { kill(pid, 0) != 0 })
+        #expect(await update.wait(timeout: .seconds(10)))
+        #expect(update.terminationStatus != 0)
+
+        // Packs are published before the manifest: the cache still says revision 1.
+        let cached = try Manifest.decode(Data(contentsOf: URL(fileURLWithPath: fixture.cache + "/manifest.json")))
+        #expect(cached.revision == 1)
+        #expect(!fixture.cachedPackFiles.contains((newLevel3.file as NSString).lastPathComponent), "a partly assembled pack was published")
+
+        #expect(try await Command.run("/usr/bin/fusermount3", ["-u", "-z", fixture.mountpoint]).status == 0)
+        slow.restore()
+        try await fixture.mount()
+        let tmp = try FileManager.default.contentsOfDirectory(atPath: fixture.cache + "/tmp")
+        #expect(tmp.isEmpty, "the half-assembled pack survived the restart: \(tmp)")
+        // The restart mounts the origin's revision 2, whole.
+        let mnt = fixture.mountpoint
+        #expect(try Data(contentsOf: URL(fileURLWithPath: mnt + "/levels/3/map.dat")) == Data(Self.changedMap))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: mnt + "/levels/3/new.txt")) == Data(Self.newFile))
+        #expect(!FileManager.default.fileExists(atPath: mnt + "/config/settings.json"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: mnt + "/README.txt")) == Data(TestBundle.files["README.txt"]!))
+        let status = try Self.json(try await fixture.odrfs(["status", mnt, "--json"]).stdout)
+        #expect(status["revision"] as? Int == 2)
+    }
 }
