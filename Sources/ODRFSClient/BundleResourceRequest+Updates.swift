@@ -12,3 +12,22 @@ extension BundleResourceRequest {
         return report
     }
 }
+
+extension BundleResourceRequest {
+    /// Background Assets' `requireLatestVersion`: when true, a begin first moves the mount to
+    /// its origin's newest revision (`odrfs update`), so the resources come from it; a
+    /// failed update fails the request. Read when a begin method runs. Default false.
+    public var requireLatestVersion: Bool {
+        get { state.withLock { $0.requireLatestVersion } }
+        set { state.withLock { $0.requireLatestVersion = newValue } }
+    }
+
+    func updateFirstIfRequired(_ client: ControlClient) async throws(BundleResourceRequestError) {
+        guard requireLatestVersion else { return }
+        do throws(ControlError) {
+            _ = try await client.call(.update(check: false))
+        } catch {
+            throw BundleResourceRequestError(error)
+        }
+    }
+}

@@ -85,7 +85,7 @@ struct MountUpdateTests {
         #expect(statusFile.contains("revision: 2, available 2"), "\(statusFile)")
     }
 
-    @Test("update over HTTP: --check fetches no pack; the update fetches only changed packs; a rollback is refused")
+    @Test("update over HTTP: --check fetches no pack; requireLatestVersion updates first, fetching only changed packs; a rollback is refused")
     func checkFetchesNothingAndRollbackIsRefused() async throws {
         let fixture = try MountFixture()
         try await fixture.buildTestBundle()
@@ -104,8 +104,12 @@ struct MountUpdateTests {
         let report = try await BundleResourceRequest.checkForUpdates(mountpoint: fixture.mountpoint)
         #expect(report.mountedRevision == 1 && report.availableRevision == 2 && report.isUpdateAvailable)
 
-        let update = try await fixture.odrfs(["update", fixture.mountpoint])
-        try #require(update.status == 0, "\(update.stderr)\n\(fixture.log)")
+        // A Swift program asking for the latest version updates the mount before it begins.
+        let request = BundleResourceRequest(tags: ["Level3"], mountpoint: fixture.mountpoint)
+        request.requireLatestVersion = true
+        try await request.beginAccessingResources()
+        #expect(try Self.json(try await fixture.odrfs(["status", fixture.mountpoint, "--json"]).stdout)["revision"] as? Int == 2)
+        request.endAccessingResources()
         let fetched = origin.packRequests.dropFirst(mounted.count)
         let manifest = try fixture.manifest
         let changedFiles = Set(["base", "Level3"].compactMap { id in manifest.packs.first { $0.id.rawValue == id }?.file })
@@ -198,5 +202,35 @@ struct MountUpdateTests {
         #expect(try Data(contentsOf: URL(fileURLWithPath: mnt + "/README.txt")) == Data(TestBundle.files["README.txt"]!))
         let status = try Self.json(try await fixture.odrfs(["status", mnt, "--json"]).stdout)
         #expect(status["revision"] as? Int == 2)
+    }
+
+    @Test("--update-interval: notify shows the new revision in status without switching; auto switches by itself")
+    func periodicChecks() async throws {
+        let fixture = try MountFixture()
+        try await fixture.buildTestBundle()
+        let mnt = fixture.mountpoint
+        try await fixture.mount(extra: ["--update-interval", "1s"])   // notify is the default
+        try await Self.buildRevision2(fixture)
+        let status = { () async throws -> [String: Any] in try Self.json(try await fixture.odrfs(["status", mnt, "--json"]).stdout) }
+        #expect(try await eventually(timeout: .seconds(20)) { try await status()["available_revision"] as? Int == 2 },
+                "no periodic check: \(fixture.log)")
+        let notified = try await status()
+        #expect(notified["revision"] as? Int == 1, "notify switched")
+        #expect(notified["last_update_check"] is String)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: mnt + "/levels/3/map.dat")) == Data(TestBundle.files["levels/3/map.dat"]!))
+        let text = try String(contentsOfFile: mnt + "/.odrfs/status", encoding: .utf8)
+        #expect(text.contains("update available"), "\(text)")
+        #expect(try await fixture.unmount().status == 0)
+
+        try await fixture.mount(extra: ["--update-interval", "1s", "--update-policy", "auto"])
+        let revision3 = TestBundle.pseudoRandom(30_000, seed: 100)
+        try Data(revision3).write(to: URL(fileURLWithPath: fixture.source + "/levels/3/map.dat"))
+        #expect(try await fixture.odrfs(["build", fixture.source, "-o", fixture.dist]).status == 0)
+        #expect(await eventually(timeout: .seconds(20)) { (try? Data(contentsOf: URL(fileURLWithPath: mnt + "/levels/3/map.dat"))) == Data(revision3) },
+                "auto did not switch: \(fixture.log)")
+        #expect(try await status()["revision"] as? Int == 3)
+
+        let bad = try await fixture.odrfs(["mount", fixture.dist, fixture.root + "/nowhere", "--update-interval", "soon"])
+        #expect(bad.status != 0 && bad.stderr.contains("--update-interval"), "\(bad.stderr)")
     }
 }
