@@ -371,7 +371,8 @@ def run_update(origin):
     with open(big, "r+b") as f:
         f.seek(at)
         f.write(change)
-    level = level_files(f"{A.work}/src", 1)[7]
+    files = level_files(f"{A.work}/src", 1)
+    level = files[len(files) // 2]
     old = open(level, "rb").read()
     new = random.Random(9).randbytes(len(old))
     with open(level, "wb") as f:
