@@ -233,4 +233,23 @@ struct MountUpdateTests {
         let bad = try await fixture.odrfs(["mount", fixture.dist, fixture.root + "/nowhere", "--update-interval", "soon"])
         #expect(bad.status != 0 && bad.stderr.contains("--update-interval"), "\(bad.stderr)")
     }
+
+    @Test("a tag request held across an update moves to the new revision's packs by tag name, and its end releases them")
+    func heldRequestCarriesOver() async throws {
+        let fixture = try MountFixture()
+        try await fixture.buildTestBundle()
+        try await fixture.mount()
+        let hold = try ChildProcess(MountFixture.binary, ["request", fixture.mountpoint, "Level3", "--hold"])
+        defer { hold.stop() }
+        #expect(await eventually { (try? fixture.retains(of: "Level3")) == 1 }, "the hold never took")
+        try await Self.buildRevision2(fixture)
+        let update = try await fixture.odrfs(["update", fixture.mountpoint])
+        try #require(update.status == 0, "\(update.stderr)")
+        // Level3 changed: the row is the new revision's pack, retained by the carried-over hold.
+        #expect(try fixture.retains(of: "Level3") == 1, "\((try? fixture.status()) ?? [:])")
+        #expect(try fixture.state(of: "Level3") == "in-use")
+        hold.signal(SIGTERM)
+        #expect(await hold.wait(timeout: .seconds(10)))
+        #expect(await eventually { (try? fixture.retains(of: "Level3")) == 0 }, "the hold's end left a retain: \((try? fixture.status()) ?? [:])")
+    }
 }

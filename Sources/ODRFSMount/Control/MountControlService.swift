@@ -61,7 +61,9 @@ public final class MountControlService: ControlService {
             let retained = try await manager.beginAccessing(tags, priority: priority)
             let (done, total) = manager.progress(of: packs)
             progress.report(completed: done, total: total)
-            return RetainToken(packs: retained.map(\.rawValue), revision: manager.manifest.revision)
+            let token = RetainToken(packs: retained.map(\.rawValue), revision: manager.manifest.revision)
+            revisions.held.began(token, tags: tags, revision: manager.manifest.revision)
+            return token
         } catch {
             throw Self.controlError(error)
         }
@@ -70,16 +72,23 @@ public final class MountControlService: ControlService {
     public func beginAccessingIfLocal(tags: [String]) throws(ControlError) -> RetainToken? {
         do {
             let manager = self.manager
-            return try manager.beginAccessingIfLocal(tags.map(Tag.init)).map {
-                RetainToken(packs: $0.map(\.rawValue), revision: manager.manifest.revision)
-            }
+            let tags = tags.map(Tag.init)
+            guard let packs = try manager.beginAccessingIfLocal(tags) else { return nil }
+            let token = RetainToken(packs: packs.map(\.rawValue), revision: manager.manifest.revision)
+            revisions.held.began(token, tags: tags, revision: manager.manifest.revision)
+            return token
         } catch {
             throw Self.controlError(error)
         }
     }
 
     public func endAccessing(_ token: RetainToken) {
-        // Pack numbers belong to the revision that retained them, which an update may have retired.
+        // What the request holds now (an update may have moved it to a newer revision),
+        // released in the revision whose pack numbers they are.
+        if let hold = revisions.held.ended(token) {
+            (revisions.manager(revision: hold.revision) ?? manager).endAccessing(hold.packs)
+            return
+        }
         let owner = token.revision.flatMap { revisions.manager(revision: $0) } ?? manager
         owner.endAccessing(token.packs.map(PackNumber.init))
     }

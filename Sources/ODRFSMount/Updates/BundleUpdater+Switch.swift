@@ -126,6 +126,7 @@ extension BundleUpdater {
                                     inodes: transition.inodes, previous: previous)
         revisions.retire(old)
         fileSystem.switchTo(next)
+        revisions.carryOverHeldRequests(to: manager)
         await io.run { old.retire() }
         // Wake the new purger: packs only the old revision named are purged first.
         manager.purger.wake(.periodicCheck)

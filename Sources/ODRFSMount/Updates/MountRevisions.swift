@@ -8,6 +8,8 @@ final class MountRevisions: Sendable {
     private let fileSystem: RevisionSwitchingFileSystem?
     private let fixed: ResourceManager
     private let retired = Mutex<[ResourceManager]>([])
+    /// Tag requests held now, carried over by tag name at each switch.
+    let held = HeldRequests()
 
     /// A mount whose revision an update can switch.
     init(fileSystem: RevisionSwitchingFileSystem) {
@@ -34,5 +36,13 @@ final class MountRevisions: Sendable {
     /// Records a manager an update replaced.
     func retire(_ manager: ResourceManager) {
         retired.withLock { $0.append(manager) }
+    }
+
+    /// Moves held tag requests to `manager`'s revision (call it once that revision is
+    /// served): new retains first, then the old ones are released in their own revision.
+    func carryOverHeldRequests(to manager: ResourceManager) {
+        for hold in held.carryOver(to: manager) {
+            self.manager(revision: hold.revision)?.endAccessing(hold.packs)
+        }
     }
 }
