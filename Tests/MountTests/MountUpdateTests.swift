@@ -252,4 +252,26 @@ struct MountUpdateTests {
         #expect(await hold.wait(timeout: .seconds(10)))
         #expect(await eventually { (try? fixture.retains(of: "Level3")) == 0 }, "the hold's end left a retain: \((try? fixture.status()) ?? [:])")
     }
+
+    @Test("with --trust-key an update must be signed by a trusted key; a signed newer revision switches")
+    func signedUpdates() async throws {
+        let fixture = try await SignedMountTests.fixture()
+        let key = fixture.root + "/key"
+        try await SignedMountTests.build(fixture, ["--sign-key", key])
+        try await fixture.mount(extra: ["--trust-key", key + ".pub"])
+        // Revision 2, unsigned: refused, nothing switches.
+        try Data(Self.changedMap).write(to: URL(fileURLWithPath: fixture.source + "/levels/3/map.dat"))
+        try await SignedMountTests.build(fixture)
+        let unsigned = try await fixture.odrfs(["update", fixture.mountpoint, "--check"])
+        #expect(unsigned.status != 0)
+        #expect(unsigned.stderr.contains("not signed"), "\(unsigned.stderr)")
+        #expect(try await fixture.odrfs(["update", fixture.mountpoint]).status != 0)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: fixture.mountpoint + "/levels/3/map.dat")) == Data(TestBundle.files["levels/3/map.dat"]!))
+        // Revision 3, signed: accepted.
+        try await SignedMountTests.build(fixture, ["--sign-key", key])
+        let signed = try await fixture.odrfs(["update", fixture.mountpoint, "--json"])
+        #expect(signed.status == 0, "\(signed.stderr)\n\(fixture.log)")
+        #expect(try Self.json(signed.stdout)["available_revision"] as? Int == 3)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: fixture.mountpoint + "/levels/3/map.dat")) == Data(Self.changedMap))
+    }
 }
