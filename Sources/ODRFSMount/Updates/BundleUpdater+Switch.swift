@@ -120,8 +120,10 @@ extension BundleUpdater {
         if let available = check.availableRevision, let date = check.lastCheck {
             manager.updateCheck.record(availableRevision: available, at: date)
         }
-        let transition = RevisionTransition.make(from: previous.index, previous.inodes, old.manifest,
-                                                 to: candidate.index, manifest)
+        let (oldIndex, oldInodes, oldManifest, newIndex) = (previous.index, previous.inodes, old.manifest, candidate.index)
+        let transition = await io.run {
+            RevisionTransition.make(from: oldIndex, oldInodes, oldManifest, to: newIndex, manifest)
+        }
         let next = BundleFileSystem(index: candidate.index, manager: manager, logger: logger,
                                     inodes: transition.inodes, previous: previous)
         revisions.retire(old)

@@ -68,8 +68,11 @@ final class BundleUpdater: Sendable {
                                  changedPacks: [], downloadBytes: 0, reusedBytes: 0), nil)
         }
         let newIndex = try await loadIndex(of: available)
-        let plan = UpdatePlan.make(mounted: mounted, mountedIndex: index, local: manager.localOrRetainedPacks(),
-                                   available: available, availableIndex: newIndex)
+        let local = manager.localOrRetainedPacks()
+        // Walks both memory-mapped indexes (page faults are disk reads): on the I/O executor.
+        let plan = await manager.io.run {
+            UpdatePlan.make(mounted: mounted, mountedIndex: index, local: local, available: available, availableIndex: newIndex)
+        }
         let report = UpdateReport(mountedRevision: mounted.revision, availableRevision: available.revision,
                                   changedPacks: plan.changedPacks.map { available.pack($0).id.rawValue },
                                   downloadBytes: plan.downloadBytes, reusedBytes: plan.reusedBytes)

@@ -1,19 +1,18 @@
 import ODRFSCore
 
 /// What moving from the mounted revision to an available one costs, computed from the two
-/// manifests and file indexes alone (no I/O): which packs changed, which of them this mount
-/// fetches, and for each of those which spans the cache already holds.
+/// manifests and file indexes alone (no I/O but page faults in the mapped indexes): which
+/// packs changed, which of them this mount fetches, and for each how it is assembled.
 ///
 /// A pack changed when no pack of the mounted revision has its content hash. Of the changed
 /// packs, a mount fetches those whose id names a pack that is local (or retained) now, plus
 /// the base pack and the initial-install tags' packs, which a mount always keeps local;
 /// the others stay remote and download on first open, as before.
 ///
-/// Reuse: a file of a fetched pack whose SHA-256 (index version 2) equals that of a file in a
-/// local pack of the mounted revision is copied from there; everything else (tar headers,
-/// changed files) is a missing span, fetched by range. Every assembled pack is then verified
-/// against the new manifest's chunk hashes, so a wrong match costs a re-download, never a
-/// wrong byte.
+/// For each fetched pack a ``PackAssemblyPlan`` says which bytes the cache already holds
+/// (whole files by SHA-256 — index version 2 — rebuilt tar framing, matching chunks) and
+/// which must be fetched. `downloadBytes` is an upper bound: a changed file whose old
+/// version is cached is guessed in first, and only its chunks that then fail are fetched.
 struct UpdatePlan: Sendable {
     /// Bytes of a new pack that a local file already holds.
     struct ReusedSpan: Sendable, Equatable {
