@@ -66,6 +66,9 @@ struct MountUpdateTests {
         let done = try Self.json(update.stdout)
         #expect(done["switched"] as? Bool == true)
         #expect(done["available_revision"] as? Int == 2)
+        // The changed Level3 pack keeps the old one's last access (it was opened above).
+        let lastAccess = try fixture.status()["Level3"]?[7]
+        #expect(lastAccess != nil && lastAccess != "-", "\(lastAccess ?? "no row")")
 
         #expect(try Data(contentsOf: URL(fileURLWithPath: mnt + "/levels/3/map.dat")) == Data(Self.changedMap))
         #expect(try Data(contentsOf: URL(fileURLWithPath: mnt + "/levels/3/new.txt")) == Data(Self.newFile))

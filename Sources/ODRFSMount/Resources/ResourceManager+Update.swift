@@ -24,3 +24,22 @@ extension ResourceManager {
         savePriorities()
     }
 }
+
+extension ResourceManager {
+    /// After an update: a pack of this revision that has not been used yet takes the last
+    /// access of the pack with the same id in `previous` (by pack id, i.e. by its tags),
+    /// so a changed pack keeps its place in the least-recently-used order. In memory: the
+    /// cache index records it with the next access.
+    func adoptAccessTimes(from previous: ResourceManager) {
+        let times = previous.table.withState { state in
+            Dictionary(state.slots.indices.compactMap { index in
+                state.slots[index].lastAccess.map { (previous.manifest.packs[index].id, $0) }
+            }, uniquingKeysWith: max)
+        }
+        table.withState { state in
+            for index in state.slots.indices where state.slots[index].lastAccess == nil {
+                state.slots[index].lastAccess = times[manifest.packs[index].id]
+            }
+        }
+    }
+}

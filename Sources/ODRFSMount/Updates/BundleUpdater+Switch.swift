@@ -116,6 +116,7 @@ extension BundleUpdater {
         } catch {
             throw ControlError(.internalError, "cannot read the cache index for revision \(manifest.revision): \(error)")
         }
+        manager.adoptAccessTimes(from: old)
         let check = old.updateCheck.current
         if let available = check.availableRevision, let date = check.lastCheck {
             manager.updateCheck.record(availableRevision: available, at: date)
@@ -132,7 +133,8 @@ extension BundleUpdater {
         await io.run { old.retire() }
         // Wake the new purger: packs only the old revision named are purged first.
         manager.purger.wake(.periodicCheck)
-        invalidate(transition)
+        // Writes to /dev/fuse that may wait for a directory lock: on the I/O executor.
+        await io.run { self.invalidate(transition) }
         return transition
     }
 
