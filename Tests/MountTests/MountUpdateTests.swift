@@ -86,6 +86,18 @@ struct MountUpdateTests {
         #expect(after["last_update_check"] is String)
         let statusFile = try String(contentsOfFile: mnt + "/.odrfs/status", encoding: .utf8)
         #expect(statusFile.contains("revision: 2, available 2"), "\(statusFile)")
+
+        // A second update on top of the first: renumbered inodes renumbered again.
+        let newInode = try #require(Self.inode(mnt + "/levels/3/new.txt"))
+        let revision3 = TestBundle.pseudoRandom(30_000, seed: 100)
+        try Data(revision3).write(to: URL(fileURLWithPath: fixture.source + "/levels/3/map.dat"))
+        #expect(try await fixture.odrfs(["build", fixture.source, "-o", fixture.dist]).status == 0)
+        let again = try await fixture.odrfs(["update", mnt])
+        try #require(again.status == 0, "\(again.stderr)\n\(fixture.log)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: mnt + "/levels/3/map.dat")) == Data(revision3))
+        #expect(Self.inode(mnt + "/README.txt") == readmeInode)
+        #expect(Self.inode(mnt + "/levels/3/new.txt") == newInode)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: mnt + "/levels/3/new.txt")) == Data(Self.newFile))
     }
 
     @Test("update over HTTP: --check fetches no pack; requireLatestVersion updates first, fetching only changed packs; a rollback is refused")
