@@ -289,4 +289,27 @@ struct MountUpdateTests {
         #expect(try Self.json(signed.stdout)["available_revision"] as? Int == 3)
         #expect(try Data(contentsOf: URL(fileURLWithPath: fixture.mountpoint + "/levels/3/map.dat")) == Data(Self.changedMap))
     }
+
+    @Test("readers running through an update see each file whole, from one revision or the other, never mixed")
+    func readersDuringAnUpdate() async throws {
+        let fixture = try MountFixture()
+        try await fixture.buildTestBundle()
+        try await fixture.mount()
+        let old = fixture.root + "/old.dat", new = fixture.root + "/new.dat"
+        try Data(TestBundle.files["levels/3/map.dat"]!).write(to: URL(fileURLWithPath: old))
+        try Data(Self.changedMap).write(to: URL(fileURLWithPath: new))
+        // Each reader copies the file out and compares the copy with both revisions for 3 s.
+        let script = "end=$(($(date +%s) + 3)); n=0; while [ $(date +%s) -lt $end ]; do cat \"$1/levels/3/map.dat\" > \"$4\" || exit 2; "
+            + "cmp -s \"$4\" \"$2\" || cmp -s \"$4\" \"$3\" || { echo mixed; exit 1; }; n=$((n + 1)); done; echo $n"
+        let readers = try (0..<6).map { index in
+            try ChildProcess("/bin/sh", ["-c", script, "reader", fixture.mountpoint, old, new, fixture.root + "/copy\(index)"])
+        }
+        defer { readers.forEach { $0.stop() } }
+        try await Self.buildRevision2(fixture)
+        let update = try await fixture.odrfs(["update", fixture.mountpoint])
+        #expect(update.status == 0, "\(update.stderr)")
+        #expect(await eventually(timeout: .seconds(30)) { readers.allSatisfy { !$0.isRunning } })
+        for reader in readers { #expect(reader.terminationStatus == 0, "a reader saw a file that is neither revision") }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: fixture.mountpoint + "/levels/3/map.dat")) == Data(Self.changedMap))
+    }
 }
