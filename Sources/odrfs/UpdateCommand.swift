@@ -13,8 +13,7 @@ struct UpdateCommand: AsyncParsableCommand {
             packs that changed, the bytes an update downloads (for packs local or retained now; \
             others stay remote) and the bytes it reuses from files already cached. A revision \
             older than the mounted one is refused. Exit 0 whether or not an update is available.
-
-            """ + ControlExitCode.help
+            """ + "\n\n" + ControlExitCode.help
     )
 
     @Argument(help: "The mountpoint.")
