@@ -341,9 +341,71 @@ def run_scale(origin):
     return r
 
 
+def bytes_since(mark, pattern):
+    """Body bytes nginx sent since `mark` for request paths matching `pattern` (combined log)."""
+    time.sleep(0.2)
+    total = 0
+    with open(LOG) as f:
+        for line in f.readlines()[mark:]:
+            parts = line.split('"')
+            if len(parts) < 3 or not re.search(pattern, parts[1].split()[1]):
+                continue
+            fields = parts[2].split()
+            total += int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else 0
+    return total
+
+
+def run_update(origin):
+    """W8: a new revision changes 1 MiB inside the big file and one file of Level1, on a
+    mount where both packs are local; `odrfs update` to the switch, against downloading
+    the two changed packs whole (a fresh mount of the new revision)."""
+    r = {}
+    mnt = ODRFS(origin)
+    mnt.name = "odrfs-w8"   # its own mountpoints and caches
+    mnt.cold()
+    sh(A.binary, "request", mnt.root, "Big", "Level1")
+    big = f"{A.work}/src/Big/big.bin"
+    size = os.path.getsize(big)
+    at = size // 2  # 128 MiB into the 256 MiB file: not aligned with the pack's 1 MiB chunks (the tar header shifts them)
+    change = random.Random(8).randbytes(min(1 << 20, size - at))
+    with open(big, "r+b") as f:
+        f.seek(at)
+        f.write(change)
+    files = level_files(f"{A.work}/src", 1)
+    level = files[len(files) // 2]
+    old = open(level, "rb").read()
+    new = random.Random(9).randbytes(len(old))
+    with open(level, "wb") as f:
+        f.write(new)
+    r["W8 changed"] = len(change) + len(new)
+    sh(A.binary, "build", f"{A.work}/src", "-o", f"{A.work}/dist")
+    mark = log_mark()
+    out = {}
+    r["W8 time"] = timed(lambda: out.setdefault("json", subprocess.run(
+        [A.binary, "update", mnt.root, "--json"], capture_output=True, text=True, check=True).stdout))
+    r["W8 packs"] = bytes_since(mark, r"^/dist/packs/")
+    r["W8 meta"] = bytes_since(mark, r"^/dist/(manifest\.json|index/)")
+    r["W8 report"] = out["json"].strip()
+    for path in (big, level):
+        rel = os.path.relpath(path, f"{A.work}/src")
+        if open(f"{mnt.root}/{rel}", "rb").read() != open(path, "rb").read():
+            raise RuntimeError(f"W8: {rel} differs from the source after the update")
+    mnt.close()
+    # What it replaces: the two changed packs downloaded whole.
+    whole = ODRFS(origin)
+    whole.name = "odrfs-w8-whole"
+    whole.cold()
+    mark = log_mark()
+    r["W8 whole time"] = timed(lambda: sh(A.binary, "request", whole.root, "Big", "Level1"))
+    r["W8 whole"] = bytes_since(mark, r"^/dist/packs/")
+    whole.close()
+    print(f"  W8 report: {r['W8 report']}", file=sys.stderr)
+    return r
+
+
 # --- the table
 
-def table(res, scale, has_rclone):
+def table(res, scale, has_rclone, update=None):
     cols = ["native", "odrfs", "rclone"] if has_rclone else ["native", "odrfs"]
     nat, od = res["native"], res["odrfs"]
 
@@ -399,6 +461,16 @@ def table(res, scale, has_rclone):
         s1(f"S1 find | wc -l ({s['S1 entries']:,})", "s", f"{s['S1 find']:.2f}")
         s1("S1 daemon VmRSS after find", "MiB", f"{s['S1 rss find']:.0f}", "< 300 MiB", s["S1 rss find"] < 300)
         s1("S1 odrfs build of that tree", "s", f"{s['S1 build']:.1f}")
+    if update:
+        u = update
+        mib = lambda b: f"{b / 1048576:.2f}"
+        s1("W8 bytes changed (big file + 1 level file)", "MiB", mib(u["W8 changed"]))
+        s1("W8 pack bytes fetched by odrfs update", "MiB", mib(u["W8 packs"]), "<= 1.1x changed",
+           u["W8 packs"] <= 1.1 * u["W8 changed"])
+        s1("W8 manifest + index bytes", "MiB", mib(u["W8 meta"]))
+        s1("W8 odrfs update to the switch", "s", f"{u['W8 time']:.2f}")
+        s1("W8 whole-pack download it replaces", "MiB", mib(u["W8 whole"]))
+        s1("W8 whole-pack download time", "s", f"{u['W8 whole time']:.2f}")
     widths = [max(len(str(r[i])) for r in out + [header]) for i in range(len(header))]
     fmt = lambda r: "| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths)) + " |"
     print(fmt(header))
@@ -421,7 +493,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=None, help="rounds of W4/W5 and warm W6 (up to 3 of W7), median reported (5; 1 with --quick)")
     ap.add_argument("--compress", default=None, help="odrfs build --compress (zstd[:LEVEL] or none; default: the builder's)")
     ap.add_argument("--only", type=lambda v: set(v.upper().split(",")), default=None,
-                    help="comma list of W1 (with W2), W3 (with W4, W5), W6, W7, S1")
+                    help="comma list of W1 (with W2), W3 (with W4, W5), W6, W7, S1, W8")
     A = ap.parse_args()
     if A.rounds is None:
         A.rounds = 1 if A.quick else 5
@@ -445,10 +517,14 @@ def main():
         if want("S1"):
             say("S1 scale")
             scale = run_scale(origin)
+        update = None
+        if want("W8"):
+            say("W8 update")   # last: it changes the source tree and the dist dir
+            update = run_update(origin)
         say("done")
         print(f"\nODRFS benchmark: latency {A.latency_ms} ms per request, {'quick' if A.quick else 'full'} dataset, "
               f"{os.cpu_count()} CPUs, kernel {os.uname().release}\n")
-        table(res, scale, len(systems) == 3)
+        table(res, scale, len(systems) == 3, update)
     finally:
         for p, m in reversed(list(PROCS)):
             stop(p, m)

@@ -269,3 +269,32 @@ public final class FUSESession: @unchecked Sendable {
         logger.info("FUSE session torn down", metadata: ["fuse.mountpoint": "\(previous.mountpoint ?? "")"])
     }
 }
+
+// MARK: Kernel cache invalidation
+
+extension FUSESession {
+    /// Tells the kernel to forget the directory entry `name` in `parent`
+    /// (`fuse_lowlevel_notify_inval_entry`): the next lookup of that name asks the
+    /// filesystem again. For a name whose inode changed or that was removed.
+    ///
+    /// Call it from a thread that is not answering a request of this session: the kernel
+    /// takes the parent directory's lock. Returns the negated errno (0 on success;
+    /// `-ENOENT` when the kernel has no such entry cached, which is fine; `-ENOTCONN`
+    /// once the session is gone).
+    @discardableResult
+    public func invalidateEntry(parent: InodeNumber, name: String) -> Int32 {
+        guard context.gate.enter() else { return -ENOTCONN }
+        defer { context.gate.leave() }
+        return name.withCString { fuse_lowlevel_notify_inval_entry(session, parent.rawValue, $0, strlen($0)) }
+    }
+
+    /// Tells the kernel to drop its cached attributes, page cache and directory listing
+    /// of `inode` (`fuse_lowlevel_notify_inval_inode` over the whole file). Same thread
+    /// rule and result as ``invalidateEntry(parent:name:)``.
+    @discardableResult
+    public func invalidateInode(_ inode: InodeNumber) -> Int32 {
+        guard context.gate.enter() else { return -ENOTCONN }
+        defer { context.gate.leave() }
+        return fuse_lowlevel_notify_inval_inode(session, inode.rawValue, 0, 0)
+    }
+}

@@ -129,6 +129,7 @@ public struct BundleBuilder: Sendable {
             let placement = placements[path]
             node.pack = placement?.pack
             node.dataOffset = placement?.dataOffset ?? 0
+            node.sha256 = placement?.sha256
         case .directory:
             node.children = node.children.map { place($0, path: path.isEmpty ? $0.name : path + "/" + $0.name, placements) }
         case .symlink:

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Crypto
 import ODRFSCore
 
 /// Writes one pack as a tar file, hashing every byte on its way out (whole file and chunks), and
@@ -12,6 +13,8 @@ struct PackFileWriter {
     struct Placement: Sendable {
         var pack: PackNumber
         var dataOffset: UInt64
+        /// The file's own SHA-256, for the index's digest table.
+        var sha256: ContentHash
     }
 
     struct Result {
@@ -65,6 +68,7 @@ struct PackFileWriter {
                                                        modificationTime: file.modificationTime)
             try emit(header)
             var remaining = file.size
+            var fileHasher = SHA256()
             while true {
                 let n = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
                 if n < 0 {
@@ -76,12 +80,14 @@ struct PackFileWriter {
                 // The header already promised `size` bytes; a file that grows cannot be packed faithfully.
                 guard UInt64(n) <= remaining else { throw changed(source) }
                 remaining -= UInt64(n)
+                buffer.withUnsafeBytes { fileHasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
                 let result = buffer.withUnsafeBytes { b in Swift.Result { () throws(BuildError) in try emit(UnsafeRawBufferPointer(rebasing: b[0..<n])) } }
                 try result.get()
             }
             guard remaining == 0 else { throw changed(source) }
             try emit(tar.endFile())
-            placements.append((file.path, Placement(pack: number, dataOffset: contentOffset)))
+            placements.append((file.path, Placement(pack: number, dataOffset: contentOffset,
+                                                   sha256: ContentHash(digest: fileHasher.finalize()))))
         }
         try emit(tar.finish())
         if sync {

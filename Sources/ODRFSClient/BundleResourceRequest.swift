@@ -31,14 +31,16 @@ public final class BundleResourceRequest: Sendable {
     /// Bytes fetched so far: `fractionCompleted` reaches 1.0 when every pack is local.
     /// `cancel()` cancels the request; `pause()`/`resume()` stop and resume waiting.
     public let progress: Progress
-    private let state = Mutex(State())
+    let state = Mutex(State())
 
-    private enum Phase {
+    enum Phase {
         case idle, beginning, accessing, ended
     }
 
-    private struct State {
+    struct State {
         var loadingPriority = 0.5
+        /// See ``requireLatestVersion``.
+        var requireLatestVersion = false
         var phase = Phase.idle
         /// While accessing: the shared connection and the id its retains are held under.
         var held: (client: ControlClient, id: Int)?
@@ -83,6 +85,7 @@ public final class BundleResourceRequest: Sendable {
         var client = try await claim()
         var reconnected = false
         do throws(BundleResourceRequestError) {
+            try await updateFirstIfRequired(client)
             while true {
                 await waitWhilePaused()
                 if progress.isCancelled { throw .cancelled }

@@ -145,6 +145,10 @@ final class ControlConnection: Sendable {
                 send(reply)
             case .watchDisk:
                 try watchDisk(id)
+            case .update(let check):
+                var reply = ControlResponse.success(id)
+                reply.update = try await service.update(check: check)
+                send(reply)
             }
         } catch {
             send(.failure(id, error))

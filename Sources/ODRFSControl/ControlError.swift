@@ -30,6 +30,10 @@ public struct ControlError: Error, Codable, Sendable, Equatable, CustomStringCon
         case cancelled
         /// Client side: no daemon answers at the mountpoint, or it went away.
         case notRunning = "not-running"
+        /// An update to a revision older than the mounted one (or one already seen) was refused.
+        case rollbackRefused = "rollback-refused"
+        /// The daemon does not offer this operation.
+        case unsupported
         /// Anything else.
         case internalError = "internal"
 

@@ -36,6 +36,9 @@ public enum ControlOperation: Sendable, Equatable {
     case cancel(request: Int)
     /// `watch-disk`: an ok reply, then `low-disk-space` events until `end` or close.
     case watchDisk
+    /// `update`: fetch the origin's manifest and compare it with the mounted revision
+    /// (`check`: only report); reply carries `update`, an ``UpdateReport``.
+    case update(check: Bool)
 
     /// The wire name.
     public var name: String {
@@ -48,6 +51,7 @@ public enum ControlOperation: Sendable, Equatable {
         case .purge: "purge"
         case .cancel: "cancel"
         case .watchDisk: "watch-disk"
+        case .update: "update"
         }
     }
 }
@@ -63,6 +67,7 @@ struct WireRequest: Codable {
     var request: Int?
     var value: Double?
     var all: Bool?
+    var check: Bool?
 }
 
 extension ControlRequest {
@@ -84,6 +89,8 @@ extension ControlRequest {
             wire.value = value
         case .purge(let tags):
             if let tags { wire.tags = tags } else { wire.all = true }
+        case .update(let check):
+            wire.check = check
         }
         return wire
     }
@@ -121,8 +128,9 @@ extension ControlRequest {
                 operation = .purge(tags: try tags("purge"))
             }
         case "watch-disk": operation = .watchDisk
+        case "update": operation = .update(check: wire.check ?? false)
         case nil: throw ControlError(.badRequest, "the message has no \"op\"")
-        case let op?: throw ControlError(.badRequest, "unknown op '\(op)'; v1 knows status, request, end, priority.get, priority.set, purge, cancel, watch-disk")
+        case let op?: throw ControlError(.badRequest, "unknown op '\(op)'; v1 knows status, request, end, priority.get, priority.set, purge, cancel, watch-disk, update")
         }
         self.init(id: id, operation: operation)
     }

@@ -37,6 +37,8 @@ public struct ControlResponse: Codable, Sendable, Equatable {
     public var priorities: [String: Double]?
     /// `purge` replies.
     public var purge: PurgeSummary?
+    /// `update` replies.
+    public var update: UpdateReport?
 
     /// A bare message for `id`; set the fields the operation needs.
     public init(id: Int?) {
@@ -81,7 +83,7 @@ public struct ControlResponse: Codable, Sendable, Equatable {
     public var isReply: Bool { ok != nil }
 
     private enum CodingKeys: String, CodingKey {
-        case v, id, ok, error, event, completed, total, availableBytes, minimumFree, status, packs, priorities, purge
+        case v, id, ok, error, event, completed, total, availableBytes, minimumFree, status, packs, priorities, purge, update
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -99,5 +101,6 @@ public struct ControlResponse: Codable, Sendable, Equatable {
         try container.encodeIfPresent(packs, forKey: .packs)
         try container.encodeIfPresent(priorities, forKey: .priorities)
         try container.encodeIfPresent(purge, forKey: .purge)
+        try container.encodeIfPresent(update, forKey: .update)
     }
 }

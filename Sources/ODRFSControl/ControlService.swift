@@ -38,16 +38,23 @@ public protocol ControlService: Sendable {
     /// A stream of low-disk-space events; each call gets its own stream, which ends
     /// when the consumer stops iterating.
     func lowDiskSpaceEvents() -> AsyncStream<LowDiskSpaceEvent>
+    /// Compares the origin's manifest with the mounted revision; unless `check`, downloads
+    /// what the new revision needs and switches to it (see `ControlService+Update.swift`).
+    func update(check: Bool) async throws(ControlError) -> UpdateReport
 }
 
 /// The retains taken by one successful tag request: one per pack, by pack number.
 public struct RetainToken: Sendable, Hashable {
     /// The retained packs (manifest pack numbers).
     public let packs: [UInt32]
+    /// The manifest revision whose pack numbers these are: a mount that switched revisions
+    /// since releases them in the revision that retained them.
+    public let revision: Int64?
 
-    /// A token for `packs`.
-    public init(packs: [UInt32]) {
+    /// A token for `packs` of `revision`.
+    public init(packs: [UInt32], revision: Int64? = nil) {
         self.packs = packs
+        self.revision = revision
     }
 }
 

@@ -3,13 +3,14 @@ import Foundation
 extension StatusSnapshot {
     /// The human table of `odrfs status`, also suitable for `<mountpoint>/.odrfs/status`.
     ///
-    /// One row per tag (state aggregated over its packs, bytes, packs, preservation
+    /// The revision line (mounted, available, last check) and a blank line, then one row per tag (state aggregated over its packs, bytes, packs, preservation
     /// priority), a blank line, then one row per pack (id, tags, state with a percentage
     /// while downloading, size, retain count, completed fetches, priority, last access
     /// in UTC ISO 8601), then the totals and cache lines. Columns are separated by at
     /// least two spaces so scripts can split on runs of whitespace; ids never contain spaces.
     public func renderTable() -> String {
-        var text = ""
+        // First, so that scripts reading the pack table up to its totals see no new rows.
+        var text = revisionLine()
         if !tags.isEmpty {
             var rows = [["TAG", "STATE", "BYTES", "PRIORITY", "PACKS"]]
             for tag in tags {
@@ -64,6 +65,21 @@ extension StatusSnapshot {
             text += line + "\n"
         }
         return text
+    }
+
+    /// `revision: 3, available 4 (update available), checked 2026-…`; empty when the daemon
+    /// did not say (an older daemon).
+    private func revisionLine() -> String {
+        guard let revision else { return "" }
+        var line = "revision: \(revision)"
+        if let availableRevision, let lastUpdateCheck {
+            line += ", available \(availableRevision)"
+            if availableRevision > revision { line += " (update available: odrfs update)" }
+            line += ", checked \(lastUpdateCheck.formatted(.iso8601))"
+        } else {
+            line += ", no update check yet"
+        }
+        return line + "\n\n"
     }
 
     private static func stateText(_ state: State, percent: Int?) -> String {

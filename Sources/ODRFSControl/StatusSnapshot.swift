@@ -132,10 +132,50 @@ public struct StatusSnapshot: Codable, Sendable, Equatable {
     public var lastOriginContact: Date?
     /// Every origin server with its state, round-trip time and errors; empty for a local dist dir.
     public var mirrors: [MirrorEntry] = []
+    /// The manifest revision the mount serves (`"revision"`).
+    public var revision: Int64?
+    /// The revision the origin offered at the last update check; null before a check
+    /// (`"available_revision"`).
+    public var availableRevision: Int64?
+    /// When the origin was last asked for updates; null before a check (`"last_update_check"`).
+    public var lastUpdateCheck: Date?
 
     enum CodingKeys: String, CodingKey {
-        case packs, tags, cache, online, mirrors
+        case packs, tags, cache, online, mirrors, revision
         case lastOriginContact = "last_origin_contact"
+        case availableRevision = "available_revision"
+        case lastUpdateCheck = "last_update_check"
+    }
+
+    /// Like the synthesized encoding, except that fields whose null means something are
+    /// written as `null` when unknown: scripts can tell "never checked" or "never reached"
+    /// from an old daemon that does not know the field.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(packs, forKey: .packs)
+        try container.encode(tags, forKey: .tags)
+        try container.encode(cache, forKey: .cache)
+        try container.encode(online, forKey: .online)
+        try container.encode(lastOriginContact, forKey: .lastOriginContact)
+        try container.encode(mirrors, forKey: .mirrors)
+        try container.encodeIfPresent(revision, forKey: .revision)
+        try container.encode(availableRevision, forKey: .availableRevision)
+        try container.encode(lastUpdateCheck, forKey: .lastUpdateCheck)
+    }
+
+    /// Decodes a snapshot; fields newer daemons added default when absent (an older daemon
+    /// answering a newer client).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        packs = try container.decode([PackEntry].self, forKey: .packs)
+        tags = try container.decode([TagEntry].self, forKey: .tags)
+        cache = try container.decode(CacheEntry.self, forKey: .cache)
+        online = try container.decodeIfPresent(Bool.self, forKey: .online) ?? true
+        lastOriginContact = try container.decodeIfPresent(Date.self, forKey: .lastOriginContact)
+        mirrors = try container.decodeIfPresent([MirrorEntry].self, forKey: .mirrors) ?? []
+        revision = try container.decodeIfPresent(Int64.self, forKey: .revision)
+        availableRevision = try container.decodeIfPresent(Int64.self, forKey: .availableRevision)
+        lastUpdateCheck = try container.decodeIfPresent(Date.self, forKey: .lastUpdateCheck)
     }
 
     /// A snapshot.

@@ -14,6 +14,8 @@ extension FileIndex {
         var recordsStart: Int
         var stringsStart: Int
         var stringsLength: Int
+        /// Version 2: where the digest table starts; nil for version 1 (no digests).
+        var digestsStart: Int?
     }
 
     static func validateHeader(_ base: UnsafeRawPointer, byteCount: Int) throws(FileIndexError) -> Header {
@@ -25,8 +27,9 @@ extension FileIndex {
             throw FileIndexError(.badMagic, "does not start with \"ODRIDX1\" (not an odrfs file index)")
         }
         let version = base.u32(H.version)
-        guard version == FileIndexLayout.version else {
-            throw FileIndexError(.unsupportedVersion, "version \(version) is not supported (this odrfs reads version \(FileIndexLayout.version))")
+        guard FileIndexLayout.readableVersions.contains(version) else {
+            let readable = FileIndexLayout.readableVersions
+            throw FileIndexError(.unsupportedVersion, "version \(version) is not supported (this odrfs reads versions \(readable.lowerBound) to \(readable.upperBound))")
         }
         guard base.u32(H.recordSize) == UInt32(FileIndexLayout.recordSize) else {
             throw FileIndexError(.corrupt, "record size \(base.u32(H.recordSize)) is not \(FileIndexLayout.recordSize)")
@@ -46,8 +49,17 @@ extension FileIndex {
         guard stringsOffset >= UInt64(FileIndexLayout.headerSize), stringsOffset <= size, stringsLength <= size - stringsOffset else {
             throw FileIndexError(.truncated, "string table (\(stringsLength) bytes at \(stringsOffset)) extends past the end of the \(size)-byte index")
         }
+        var digestsStart: Int?
+        if version >= 2 {
+            let digestsOffset = base.u64(H.digestsOffset)
+            let digestsLength = UInt64(entryCount) * UInt64(FileIndexLayout.digestSize)
+            guard digestsOffset >= UInt64(FileIndexLayout.headerSize), digestsOffset <= size, digestsLength <= size - digestsOffset else {
+                throw FileIndexError(.truncated, "digest table (\(digestsLength) bytes at \(digestsOffset)) extends past the end of the \(size)-byte index")
+            }
+            digestsStart = Int(digestsOffset)
+        }
         return Header(entryCount: entryCount, packCount: base.u32(H.packCount), recordsStart: Int(recordsOffset),
-                      stringsStart: Int(stringsOffset), stringsLength: Int(stringsLength))
+                      stringsStart: Int(stringsOffset), stringsLength: Int(stringsLength), digestsStart: digestsStart)
     }
 
     func validateRecords() throws(FileIndexError) {
@@ -80,6 +92,7 @@ extension FileIndex {
                 let (end, overflow) = r.u64(F.data).addingReportingOverflow(r.u64(F.size))
                 guard !overflow, end <= UInt64(Int64.max) else { throw corrupt(n, "has an impossible size or offset") }
             case .symlink:
+                try checkNoDigest(n)
                 guard pack == FileIndexLayout.noPack, r.u64(F.size) == UInt64(r.u32(F.count)) else {
                     throw corrupt(n, "is a symlink with a pack or a size that is not its target length")
                 }
@@ -89,9 +102,16 @@ extension FileIndex {
                 }
             case .directory:
                 guard pack == FileIndexLayout.noPack else { throw corrupt(n, "is a directory with a pack") }
+                try checkNoDigest(n)
                 try checkChildren(n)
             }
         }
+    }
+
+    /// Only regular files have content hashes; a digest elsewhere means the table is misplaced.
+    private func checkNoDigest(_ n: UInt32) throws(FileIndexError) {
+        guard let digest = digestBytes(n) else { return }
+        guard !digest.contains(where: { $0 != 0 }) else { throw corrupt(n, "is not a regular file but has a content hash") }
     }
 
     private func checkString(_ n: UInt32, _ what: String, offset: UInt64, length: UInt32) throws(FileIndexError) {

@@ -25,6 +25,8 @@ public final class FileIndex: @unchecked Sendable {
     let recordsStart: Int
     let stringsStart: Int
     let stringsLength: Int
+    /// Where the digest table starts (version 2), nil when the index has none (version 1).
+    let digestsStart: Int?
     /// How many packs the manifest that goes with this index has; every file's pack is below it.
     public let packCount: Int
 
@@ -58,6 +60,7 @@ public final class FileIndex: @unchecked Sendable {
         self.recordsStart = header.recordsStart
         self.stringsStart = header.stringsStart
         self.stringsLength = header.stringsLength
+        self.digestsStart = header.digestsStart
         self.packCount = Int(header.packCount)
         try validateRecords()
         try validateSymlinks()

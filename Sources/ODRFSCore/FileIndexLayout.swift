@@ -2,10 +2,11 @@
 ///
 /// ```
 /// header (64 bytes)
-///   0  magic "ODRIDX1\0"        8  version u32 (1)      12 recordSize u32 (64)
+///   0  magic "ODRIDX1\0"        8  version u32 (2; 1 is still read)     12 recordSize u32 (64)
 ///   16 entryCount u32           20 packCount u32
 ///   24 recordsOffset u64        32 recordsLength u64
-///   40 stringsOffset u64        48 stringsLength u64    56 reserved u64 (0)
+///   40 stringsOffset u64        48 stringsLength u64
+///   56 digestsOffset u64 (version 2; reserved in version 1)
 /// record (64 bytes), one per entry, breadth-first; children of a directory are contiguous
 /// and sorted by name bytes, so lookup is a binary search and entry number + 1 an inode number
 ///   0  parent u32               4  kind u8, 3 reserved bytes (0)
@@ -16,10 +17,18 @@
 ///   56 count u32: dirs: child count; symlinks: target length; files: 0
 ///   60 subdirectoryCount u32 (dirs)
 /// strings: names and symlink targets, UTF-8, not terminated
+/// digests (version 2): entryCount × 32 bytes, entry n's at digestsOffset + 32·n: a regular
+///   file's SHA-256 (all zero when the builder did not record it), all zero for other kinds.
+///   Updates match files already in the cache by it, whichever pack holds them.
 /// ```
 enum FileIndexLayout {
     static let magic: [UInt8] = Array("ODRIDX1\0".utf8)
-    static let version: UInt32 = 1
+    /// The version the writer produces.
+    static let version: UInt32 = 2
+    /// Versions the reader accepts: 1 has no digest table.
+    static let readableVersions: ClosedRange<UInt32> = 1...2
+    /// Bytes of one entry's SHA-256 in the digest table.
+    static let digestSize = 32
     static let headerSize = 64
     static let recordSize = 64
     static let noPack: UInt32 = 0xFFFF_FFFF
@@ -33,6 +42,7 @@ enum FileIndexLayout {
         static let recordsLength = 32
         static let stringsOffset = 40
         static let stringsLength = 48
+        static let digestsOffset = 56
     }
 
     enum Record {

@@ -19,6 +19,8 @@ public struct FileIndexWriter: Sendable {
         public var symlinkTarget: String?
         /// Directories only; any order.
         public var children: [Node]
+        /// Regular files: the SHA-256 of the content, when known (written to the digest table).
+        public var sha256: ContentHash? = nil
 
         public static func directory(_ name: String, permissions: UInt32 = 0o755,
                                      modificationTime: Timestamp = Timestamp(seconds: 0, nanoseconds: 0),
@@ -29,9 +31,10 @@ public struct FileIndexWriter: Sendable {
 
         public static func file(_ name: String, size: UInt64, pack: PackNumber, dataOffset: UInt64,
                                 permissions: UInt32 = 0o644,
-                                modificationTime: Timestamp = Timestamp(seconds: 0, nanoseconds: 0)) -> Node {
+                                modificationTime: Timestamp = Timestamp(seconds: 0, nanoseconds: 0),
+                                sha256: ContentHash? = nil) -> Node {
             Node(name: name, kind: .regularFile, permissions: permissions, modificationTime: modificationTime,
-                 size: size, pack: pack, dataOffset: dataOffset, symlinkTarget: nil, children: [])
+                 size: size, pack: pack, dataOffset: dataOffset, symlinkTarget: nil, children: [], sha256: sha256)
         }
 
         public static func symlink(_ name: String, target: String, permissions: UInt32 = 0o777,
@@ -55,6 +58,8 @@ public struct FileIndexWriter: Sendable {
         var queue: [(node: Node, parent: UInt32)] = [(root, 0)]
         var records: [UInt8] = []
         var strings: [UInt8] = []
+        var digests: [UInt8] = []
+        let noDigest = [UInt8](repeating: 0, count: FileIndexLayout.digestSize)
         var next = 0
         while next < queue.count {
             let (node, parent) = queue[next]
@@ -91,6 +96,7 @@ public struct FileIndexWriter: Sendable {
                 queue.append(contentsOf: children.map { ($0, number) })
                 guard queue.count <= Int(UInt32.max) else { throw FileIndexError(.invalidTree, "more than 2^32 entries") }
             }
+            digests.append(contentsOf: node.kind == .regularFile ? node.sha256?.digestBytes ?? noDigest : noDigest)
             records.appendLE(parent)
             records.append(contentsOf: [node.kind.rawValue, 0, 0, 0])
             records.appendLE(node.permissions & 0o7777)
@@ -107,7 +113,7 @@ public struct FileIndexWriter: Sendable {
             queue[Int(number)].node.children = []
         }
         var out: [UInt8] = []
-        out.reserveCapacity(FileIndexLayout.headerSize + records.count + strings.count)
+        out.reserveCapacity(FileIndexLayout.headerSize + records.count + strings.count + digests.count)
         out.append(contentsOf: FileIndexLayout.magic)
         out.appendLE(FileIndexLayout.version)
         out.appendLE(UInt32(FileIndexLayout.recordSize))
@@ -117,9 +123,10 @@ public struct FileIndexWriter: Sendable {
         out.appendLE(UInt64(records.count))
         out.appendLE(UInt64(FileIndexLayout.headerSize + records.count))
         out.appendLE(UInt64(strings.count))
-        out.appendLE(UInt64(0))
+        out.appendLE(UInt64(FileIndexLayout.headerSize + records.count + strings.count))
         out.append(contentsOf: records)
         out.append(contentsOf: strings)
+        out.append(contentsOf: digests)
         return out
     }
 

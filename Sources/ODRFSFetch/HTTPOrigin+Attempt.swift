@@ -65,7 +65,7 @@ extension HTTPOrigin {
 
     /// Sends the request, following up to ``maxRedirects`` redirects by hand so that the
     /// token goes only to the origin itself.
-    private func execute(_ url: String, headers: HTTPHeaders, deadline: NIODeadline,
+    func execute(_ url: String, headers: HTTPHeaders, deadline: NIODeadline,
                          shown: String) async throws(AttemptFailure) -> HTTPClientResponse {
         var current = url
         for _ in 0...Self.maxRedirects {

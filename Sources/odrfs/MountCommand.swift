@@ -84,6 +84,8 @@ struct MountCommand: AsyncParsableCommand {
 
     @OptionGroup var logging: LoggingOptions
 
+    @OptionGroup var updates: UpdateOptions
+
     func validate() throws {
         guard fetchTimeout > 0 else { throw ValidationError("--fetch-timeout must be positive") }
         guard maxDownloads > 0 else { throw ValidationError("--max-downloads must be at least 1") }
@@ -150,6 +152,7 @@ struct MountCommand: AsyncParsableCommand {
         configuration.offline = offline
         configuration.mirrors = try parsedMirrors()
         configuration.trustedKeys = try trustKeys.map(Self.loadTrustKey)
+        configuration.updates = updates.settings
         configuration.limits = CacheLimits(
             budget: cacheSize?.value, minimumFree: minFree?.value,
             maximumInUse: maxInUse?.value ?? CacheLimits.defaultMaximumInUse

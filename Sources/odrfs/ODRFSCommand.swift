@@ -18,7 +18,7 @@ struct ODRFSCommand: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             BuildCommand.self, ServeCommand.self, MountCommand.self, UnmountCommand.self, StatusCommand.self,
-            RequestCommand.self, PriorityCommand.self, PurgeCommand.self, KeygenCommand.self, ProbeCommand.self,
+            RequestCommand.self, PriorityCommand.self, PurgeCommand.self, UpdateCommand.self, KeygenCommand.self, ProbeCommand.self,
         ]
     )
 

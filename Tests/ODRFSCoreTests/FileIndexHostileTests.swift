@@ -34,9 +34,10 @@ import Testing
         magic[0] = UInt8(ascii: "X")
         #expect(throws: FileIndexError.self) { try FileIndex(bytes: magic) }
         #expect((try? FileIndex(bytes: magic)) == nil)
-        #expect(throws: FileIndexError(.unsupportedVersion, "version 2 is not supported (this odrfs reads version 1)")) {
-            try FileIndex(bytes: Self.patched(H.version, 2))
+        #expect(throws: FileIndexError(.unsupportedVersion, "version 3 is not supported (this odrfs reads versions 1 to 2)")) {
+            try FileIndex(bytes: Self.patched(H.version, 3))
         }
+        #expect(throws: FileIndexError.self) { try FileIndex(bytes: Self.patched(H.version, 0)) }
         #expect(throws: FileIndexError.self) { try FileIndex(bytes: Self.patched(H.entryCount, 0)) }
         #expect(throws: FileIndexError.self) { try FileIndex(bytes: Self.patched(H.entryCount, UInt32.max)) }
         #expect(throws: FileIndexError.self) { try FileIndex(bytes: Self.patched64(H.stringsOffset, UInt64.max - 3)) }

@@ -10,6 +10,11 @@ enum FileIndexTarget {
             let number = EntryNumber(raw)
             _ = index.entry(number)
             _ = index.symlinkTarget(of: number)
+            // The digest table: only regular files have a hash, and it reads back as 32 bytes.
+            if let digest = index.sha256(of: number) {
+                check(index.entry(number)?.kind == .regularFile, "\(number) has a hash but is not a regular file")
+                check(digest.digestBytes.count == ContentHash.byteCount, "\(number)'s hash is not 32 bytes")
+            }
             let path = index.path(of: number)
             check(index.lookup(path: path) == number, "\(number) is not found at its own path \(path)")
             for child in index.children(of: number) {
@@ -22,5 +27,6 @@ enum FileIndexTarget {
         check(index.entry(beyond) == nil, "an entry past the end exists")
         _ = index.children(of: beyond)
         _ = index.path(of: beyond)
+        check(index.sha256(of: beyond) == nil, "an entry past the end has a hash")
     }
 }

@@ -11,13 +11,23 @@ import Synchronization
 /// calls whose retains the control server ties to the client's connection; errors map
 /// to ODR's codes here, in one place.
 public final class MountControlService: ControlService {
-    let manager: ResourceManager
+    /// The current revision's manager, and the retired ones that own older retains.
+    let revisions: MountRevisions
+    /// The manager of the revision served now.
+    var manager: ResourceManager { revisions.current }
     private let logger: Logger
     private let diskWatchers = Mutex<[UUID: AsyncStream<LowDiskSpaceEvent>.Continuation]>([:])
+    /// `odrfs update`; nil when the daemon was built without an origin (tests).
+    let updater: BundleUpdater?
 
-    public init(manager: ResourceManager, logger: Logger) {
-        self.manager = manager
+    init(revisions: MountRevisions, updater: BundleUpdater?, logger: Logger) {
+        self.revisions = revisions
+        self.updater = updater
         self.logger = logger
+    }
+
+    public convenience init(manager: ResourceManager, logger: Logger) {
+        self.init(revisions: MountRevisions(manager: manager), updater: nil, logger: logger)
     }
 
     public func status() async -> StatusSnapshot {
@@ -27,6 +37,8 @@ public final class MountControlService: ControlService {
     public func beginAccessing(
         tags: [String], loadingPriority: LoadingPriority, progress: ProgressSink
     ) async throws(ControlError) -> RetainToken {
+        // One revision for the whole request, even if an update switches meanwhile.
+        let manager = self.manager
         let tags = tags.map(Tag.init)
         let packs: [PackNumber]
         do {
@@ -49,7 +61,9 @@ public final class MountControlService: ControlService {
             let retained = try await manager.beginAccessing(tags, priority: priority)
             let (done, total) = manager.progress(of: packs)
             progress.report(completed: done, total: total)
-            return RetainToken(packs: retained.map(\.rawValue))
+            let token = RetainToken(packs: retained.map(\.rawValue), revision: manager.manifest.revision)
+            revisions.held.began(token, tags: tags, revision: manager.manifest.revision)
+            return token
         } catch {
             throw Self.controlError(error)
         }
@@ -57,14 +71,26 @@ public final class MountControlService: ControlService {
 
     public func beginAccessingIfLocal(tags: [String]) throws(ControlError) -> RetainToken? {
         do {
-            return try manager.beginAccessingIfLocal(tags.map(Tag.init)).map { RetainToken(packs: $0.map(\.rawValue)) }
+            let manager = self.manager
+            let tags = tags.map(Tag.init)
+            guard let packs = try manager.beginAccessingIfLocal(tags) else { return nil }
+            let token = RetainToken(packs: packs.map(\.rawValue), revision: manager.manifest.revision)
+            revisions.held.began(token, tags: tags, revision: manager.manifest.revision)
+            return token
         } catch {
             throw Self.controlError(error)
         }
     }
 
     public func endAccessing(_ token: RetainToken) {
-        manager.endAccessing(token.packs.map(PackNumber.init))
+        // What the request holds now (an update may have moved it to a newer revision),
+        // released in the revision whose pack numbers they are.
+        if let hold = revisions.held.ended(token) {
+            (revisions.manager(revision: hold.revision) ?? manager).endAccessing(hold.packs)
+            return
+        }
+        let owner = token.revision.flatMap { revisions.manager(revision: $0) } ?? manager
+        owner.endAccessing(token.packs.map(PackNumber.init))
     }
 
     public func preservationPriorities(tags: [String]) throws(ControlError) -> [String: Double] {

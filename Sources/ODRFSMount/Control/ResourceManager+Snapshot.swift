@@ -27,6 +27,10 @@ extension ResourceManager {
             )
         )
         snapshot.describeOrigin(downloader.origin)
+        let check = updateCheck.current
+        snapshot.revision = manifest.revision
+        snapshot.availableRevision = check.availableRevision
+        snapshot.lastUpdateCheck = check.lastCheck
         return snapshot
     }
 

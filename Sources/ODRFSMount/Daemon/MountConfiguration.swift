@@ -31,6 +31,8 @@ public struct MountConfiguration: Sendable, Codable {
     public var mirrors: [MirrorOption] = []
     /// `--max-background-rate` and `--prefetch-delay`.
     public var schedule = SchedulerSettings()
+    /// `--update-interval` and `--update-policy`.
+    public var updates = UpdateSettings()
 
     public init(origin: String, mountpoint: String, cacheDirectory: String? = nil, fuseOptions: [String] = []) {
         self.origin = origin

@@ -15,16 +15,21 @@ extension MountDaemon {
     @discardableResult
     public func run(onReady: @escaping @Sendable (Result<Void, MountError>) -> Void = { _ in }) async -> Bool {
         let readiness = ReadinessLatch(onReady)
+        var watchers: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        if let interval = updateSettings.checkInterval {
+            watchers.append(.init(service: UpdateWatcherService(updater: updater, interval: interval,
+                                                                policy: updateSettings.policy, logger: logger)))
+        }
         let group = ServiceGroup(configuration: .init(
             services: [
                 .init(service: FUSELoopService(session: session, mountpoint: mountpoint, readiness: readiness, logger: logger),
                       successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup),
                 .init(service: ControlSocketService(server: control)),
-                .init(service: MaintenanceService(manager: manager)),
+                .init(service: MaintenanceService(revisions: revisions)),
                 .init(service: PrefetchService(manager: manager, logger: logger, delay: prefetchDelay), successTerminationBehavior: .ignore),
                 .init(service: OriginProbeService(origin: origin, manifestLimit: manifestLimit, logger: logger),
                       successTerminationBehavior: .ignore),
-            ],
+            ] + watchers,
             // libfuse's handlers own SIGINT/SIGTERM/SIGHUP: they end the FUSE loop, which ends the group.
             gracefulShutdownSignals: [],
             logger: logger

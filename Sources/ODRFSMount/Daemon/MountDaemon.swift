@@ -17,7 +17,11 @@ import Synchronization
 /// and `run` serves requests until unmount or SIGINT/SIGTERM/SIGHUP.
 public final class MountDaemon: Sendable {
     public let mountpoint: String
-    public let manager: ResourceManager
+    /// The resource manager of the revision served now (an update replaces it).
+    public var manager: ResourceManager { revisions.current }
+    let revisions: MountRevisions
+    let updater: BundleUpdater
+    let updateSettings: UpdateSettings
     let origin: any Origin
     let session: FUSESession
     let runtime: RuntimeDirectory
@@ -28,18 +32,21 @@ public final class MountDaemon: Sendable {
     /// `--prefetch-delay`.
     let prefetchDelay: Duration?
 
-    private init(mountpoint: String, origin: any Origin, manager: ResourceManager, session: FUSESession,
+    private init(mountpoint: String, origin: any Origin, revisions: MountRevisions, session: FUSESession,
+                 updater: BundleUpdater, updateSettings: UpdateSettings,
                  manifestLimit: ByteCount, prefetchDelay: Duration?, logger: Logger) {
         self.mountpoint = mountpoint
         self.manifestLimit = manifestLimit
         self.prefetchDelay = prefetchDelay
         self.origin = origin
-        self.manager = manager
+        self.revisions = revisions
+        self.updater = updater
+        self.updateSettings = updateSettings
         self.session = session
         self.runtime = RuntimeDirectory(mountpoint: mountpoint)
         self.control = ControlServer(
             socketPath: runtime.controlSocket,
-            service: MountControlService(manager: manager, logger: logger),
+            service: MountControlService(revisions: revisions, updater: updater, logger: logger),
             logger: logger
         )
         self.logger = logger
@@ -83,7 +90,8 @@ public final class MountDaemon: Sendable {
         let cacheRoot = configuration.resolvedCacheDirectory
         let bundle = try await PreparedBundle.load(configuration, origin: origin, logger: logger, progress: progress)
         let (manifest, index, manager) = (bundle.manifest, bundle.index, bundle.manager)
-        let fileSystem = BundleFileSystem(index: index, manager: manager, logger: logger)
+        // Wrapped so that `odrfs update` can switch the revision under a running mount.
+        let fileSystem = RevisionSwitchingFileSystem(BundleFileSystem(index: index, manager: manager, logger: logger))
         var options = MountOptions(fsName: "odrfs", subtype: "odrfs")
         options.extra = configuration.fuseOptions
         let session: FUSESession
@@ -97,7 +105,11 @@ public final class MountDaemon: Sendable {
             "signed": "\(bundle.isSigned)", "files": "\(index.entryCount)",
             "packs": "\(manifest.packs.count)", "cache": "\(cacheRoot)",
         ])
-        return MountDaemon(mountpoint: mountpoint, origin: origin, manager: manager, session: session,
+        let revisions = MountRevisions(fileSystem: fileSystem)
+        let updater = BundleUpdater(origin: origin, fileSystem: fileSystem, revisions: revisions, kernel: session,
+                                    configuration: configuration, logger: logger)
+        return MountDaemon(mountpoint: mountpoint, origin: origin, revisions: revisions, session: session, updater: updater,
+                           updateSettings: configuration.updates,
                            manifestLimit: configuration.manifestLimit, prefetchDelay: configuration.schedule.prefetchDelay,
                            logger: logger)
     }

@@ -90,13 +90,18 @@ struct ControlSocketService: Service {
     }
 }
 
-/// The background purger and access-time writer.
+/// The background purger and access-time writer of the revision served now: when an
+/// update retires a manager its loop ends, and the new manager's starts.
 struct MaintenanceService: Service {
-    let manager: ResourceManager
+    let revisions: MountRevisions
 
     func run() async {
         await cancelWhenGracefulShutdown {
-            await manager.runMaintenance()
+            while !Task.isCancelled {
+                let manager = revisions.current
+                await manager.runMaintenance()
+                if revisions.current === manager { return }
+            }
         }
     }
 }

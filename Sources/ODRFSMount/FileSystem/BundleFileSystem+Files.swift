@@ -35,10 +35,10 @@ extension BundleFileSystem {
             // if smaller) verified is enough to start reading.
             let prefix = extent.offset + min(extent.size, Self.progressiveOpenBytes)
             if let reader = manager.openReaderIfReady(pack, prefix: prefix) {
-                request.replyOpen(handle: readers.insert(reader), options: Self.fileOpenOptions)
+                request.replyOpen(handle: readers.insert(reader, extent: extent), options: Self.fileOpenOptions)
                 return
             }
-            openWhenVerified(pack, prefix: prefix, file: number, request: request.detach())
+            openWhenVerified(pack, prefix: prefix, file: number, extent: extent, request: request.detach())
         }
     }
 
@@ -48,12 +48,12 @@ extension BundleFileSystem {
     /// The slow path of open(): answered by the resource manager's callback once the
     /// file's first bytes are verified (the rest of the pack may still be streaming in),
     /// on whichever thread verified them; an interrupt answers EINTR from its own path.
-    private func openWhenVerified(_ pack: PackNumber, prefix: Int64, file: EntryNumber, request: DeferredRequest) {
+    private func openWhenVerified(_ pack: PackNumber, prefix: Int64, file: EntryNumber, extent: PackExtent, request: DeferredRequest) {
         let waiter = VerifiedFile.makeWaiterID()
         manager.openReader(pack, prefix: prefix, waiter: waiter) { [manager, logger, readers, index] result in
             switch result {
             case .success(let reader):
-                request.replyOpen(handle: readers.insert(reader), options: Self.fileOpenOptions)
+                request.replyOpen(handle: readers.insert(reader, extent: extent), options: Self.fileOpenOptions)
             case .failure(let error):
                 let errno = Errno(mapping: error)
                 if error.kind != .cancelled {
@@ -79,11 +79,13 @@ extension BundleFileSystem {
             virtualFiles.read(handle, offset: offset, size: size, request: request)
             return
         }
-        guard let reader = readers.reader(for: handle), case .entry(let number) = inodes.node(for: inode),
-              let entry = index.entry(number), let extent = entry.packExtent else {
+        // The extent recorded at open: the handle reads the revision it opened, whatever
+        // revision the mount serves now.
+        guard let file = readers.file(for: handle) else {
             request.replyError(.badFileDescriptor)
             return
         }
+        let (reader, extent) = (file.reader, file.extent)
         let start = min(max(offset, 0), extent.size)
         let count = Int(min(Int64(max(size, 0)), extent.size - start))
         let packOffset = extent.offset + start

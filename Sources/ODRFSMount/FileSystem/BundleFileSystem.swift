@@ -28,23 +28,33 @@ public final class BundleFileSystem: FUSEFileSystem {
     let logger: Logger
     let inodes: InodeMap
     let attributes: AttributeFactory
-    let virtualFiles = VirtualFileTable()
-    let readers = ReaderTable()
+    /// Open files and virtual files: shared by every revision of the mount, so a handle
+    /// opened before an update is read and released as usual after it.
+    let virtualFiles: VirtualFileTable
+    let readers: ReaderTable
     /// The bundle's size in 4 KiB blocks for statfs, summed once (a `df` loop must not walk the packs).
     let totalBlocks: UInt64
 
-    public init(index: FileIndex, manager: ResourceManager, logger: Logger) {
+    public convenience init(index: FileIndex, manager: ResourceManager, logger: Logger) {
+        self.init(index: index, manager: manager, logger: logger, inodes: InodeMap(entryCount: index.entryCount), previous: nil)
+    }
+
+    /// The file system of a revision; after an update, `previous` is the one it replaces,
+    /// whose open files, virtual files and mount time it takes over.
+    init(index: FileIndex, manager: ResourceManager, logger: Logger, inodes: InodeMap, previous: BundleFileSystem?) {
         self.index = index
         self.manager = manager
         self.logger = logger
-        self.inodes = InodeMap(entryCount: index.entryCount)
+        self.inodes = inodes
+        self.readers = previous?.readers ?? ReaderTable()
+        self.virtualFiles = previous?.virtualFiles ?? VirtualFileTable()
         // Saturating and bounded by manifest validation, so the rounding cannot overflow.
         self.totalBlocks = (UInt64(manager.manifest.totalBytes.value) + 4095) / 4096
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         self.attributes = AttributeFactory(
             inodes: inodes, uid: getuid(), gid: getgid(),
-            mountTime: Timespec(seconds: Int64(now.tv_sec), nanoseconds: UInt32(now.tv_nsec))
+            mountTime: previous?.attributes.mountTime ?? Timespec(seconds: Int64(now.tv_sec), nanoseconds: UInt32(now.tv_nsec))
         )
     }
 

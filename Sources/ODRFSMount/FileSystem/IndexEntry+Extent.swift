@@ -1,7 +1,7 @@
 import ODRFSCore
 
 /// Where a regular file's bytes sit in its pack, as signed byte counts that cannot overflow.
-struct PackExtent {
+struct PackExtent: Sendable, Equatable {
     var offset: Int64
     var size: Int64
 }

@@ -2,38 +2,53 @@ import FUSEKit
 import ODRFSCore
 import Synchronization
 
-/// Open files: `FileHandleID → PackReader`. The handle owns its reader from open to
-/// release; the kernel hands the id back with every read.
+/// Open files: `FileHandleID → PackReader` and where the file's bytes sit in that
+/// reader's pack. The handle owns its reader from open to release; the kernel hands the
+/// id back with every read.
+///
+/// The extent is kept with the reader, not looked up again in the index at each read:
+/// after an update switches the mount to a new revision, a handle opened before keeps
+/// reading the old file's bytes from the old pack until it is closed.
 ///
 /// Ids count up from 1 and are never reused during a mount, so a stale id (which the
 /// kernel never sends) would find nothing rather than another file's reader. Bit 63 is
-/// left to `VirtualFileTable`.
+/// left to `VirtualFileTable`. One table serves every revision of a mount.
 final class ReaderTable: Sendable {
+    /// One open file.
+    struct OpenFile: Sendable {
+        let reader: PackReader
+        let extent: PackExtent
+    }
+
     private struct State {
         var next: UInt64 = 0
-        var readers: [UInt64: PackReader] = [:]
+        var files: [UInt64: OpenFile] = [:]
     }
 
     private let state = Mutex(State())
 
-    /// Stores `reader` and returns its handle.
-    func insert(_ reader: PackReader) -> FileHandleID {
+    /// Stores `reader` with the file's `extent` and returns its handle.
+    func insert(_ reader: PackReader, extent: PackExtent) -> FileHandleID {
         state.withLock { state in
             state.next += 1
-            state.readers[state.next] = reader
+            state.files[state.next] = OpenFile(reader: reader, extent: extent)
             return FileHandleID(rawValue: state.next)
         }
     }
 
+    func file(for handle: FileHandleID) -> OpenFile? {
+        state.withLock { $0.files[handle.rawValue] }
+    }
+
     func reader(for handle: FileHandleID) -> PackReader? {
-        state.withLock { $0.readers[handle.rawValue] }
+        file(for: handle)?.reader
     }
 
     /// Removes and returns the handle's reader (release).
     func remove(_ handle: FileHandleID) -> PackReader? {
-        state.withLock { $0.readers.removeValue(forKey: handle.rawValue) }
+        state.withLock { $0.files.removeValue(forKey: handle.rawValue)?.reader }
     }
 
     /// Open file handles right now.
-    var count: Int { state.withLock { $0.readers.count } }
+    var count: Int { state.withLock { $0.files.count } }
 }

@@ -36,6 +36,8 @@ public final class ResourceManager: Sendable {
     let purger: Purger
     /// Tag requests and the initial install, told when their packs move.
     let progressObservers: ProgressObservers
+    /// The last update check's outcome, for status (see `BundleUpdater`).
+    let updateCheck = UpdateCheckRecord()
 
     /// Reconciles the cache with the index, then starts with what is verified on disk.
     /// Blocking (it may hash cached files): call it on the I/O executor.

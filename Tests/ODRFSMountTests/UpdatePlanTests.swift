@@ -1,0 +1,118 @@
+import Foundation
+import Logging
+import ODRFSBuild
+import ODRFSCore
+@testable import ODRFSMount
+import TestSupport
+import Testing
+
+/// What an update plans from two revisions built by `odrfs build`: which packs changed,
+/// which bytes the cache already has, and the inode numbers the kernel keeps.
+@Suite struct UpdatePlanTests {
+    typealias Loaded = (manifest: Manifest, index: FileIndex)
+
+    /// Builds `files` (path → bytes) with two tags and loads the result.
+    static func build(_ files: [String: [UInt8]], in root: String, name: String) throws -> Loaded {
+        let source = root + "/" + name
+        for (path, bytes) in files {
+            let full = source + "/" + path
+            try FileManager.default.createDirectory(atPath: (full as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try Data(bytes).write(to: URL(fileURLWithPath: full))
+            // Same mtime in both revisions for unchanged files, as a real rebuild of an untouched tree.
+            var times = [timespec(tv_sec: 1_700_000_000, tv_nsec: 0), timespec(tv_sec: 1_700_000_000, tv_nsec: 0)]
+            _ = utimensat(AT_FDCWD, full, &times, 0)
+        }
+        try "tags:\n  A: [\"a/**\"]\n  B: [\"b/**\"]\n".write(toFile: source + "/odr.yaml", atomically: true, encoding: .utf8)
+        let dist = root + "/" + name + "-dist"
+        _ = try BundleBuilder(resourceRoot: source, logger: Logger(label: "test")).build(into: dist)
+        let manifest = try Manifest.decode(Data(contentsOf: URL(fileURLWithPath: dist + "/manifest.json")))
+        return (manifest, try FileIndex(contentsOf: dist + "/" + manifest.index.file))
+    }
+
+    static let revision1: [String: [UInt8]] = [
+        "readme.txt": Array("base\n".utf8),
+        "a/one.bin": SyntheticBundle.bytes(5_000, seed: 1),
+        "a/two.bin": SyntheticBundle.bytes(2_500_000, seed: 2),
+        "a/three.bin": SyntheticBundle.bytes(7_000, seed: 3),
+        "b/four.bin": SyntheticBundle.bytes(3_000, seed: 4),
+    ]
+
+    /// Revision 2: one small file of A rewritten, 4 KiB changed inside A's big file, a file added to A; B untouched.
+    static var revision2: [String: [UInt8]] {
+        var files = revision1
+        files["a/three.bin"] = SyntheticBundle.bytes(7_000, seed: 33)
+        var two = revision1["a/two.bin"]!
+        for i in 1_500_000..<1_504_096 { two[i] ^= 0xFF }
+        files["a/two.bin"] = two
+        files["a/added.txt"] = Array("new\n".utf8)
+        return files
+    }
+
+    @Test func onlyChangedBytesAreRemote() throws {
+        let root = try TemporaryDirectory()
+        let old = try Self.build(Self.revision1, in: root.path, name: "r1")
+        let new = try Self.build(Self.revision2, in: root.path, name: "r2")
+        let local = Set(old.manifest.packs.indices.map { PackNumber(UInt32($0)) })
+        let plan = UpdatePlan.make(mounted: old.manifest, mountedIndex: old.index, local: local,
+                                   available: new.manifest, availableIndex: new.index)
+        #expect(plan.changedPacks.map { new.manifest.pack($0).id.rawValue } == ["A"])
+        let fetch = try #require(plan.fetches.first)
+        let pack = new.manifest.pack(fetch.pack)
+        #expect(fetch.assembly.rebuildsFraming, "replaying the tar writer over the index did not reproduce the builder's pack")
+        #expect(fetch.reusedBytes + fetch.downloadBytes == pack.bytes.value)
+        // Remote: the rewritten and the added file whole, and the big file's bytes in chunks that differ.
+        let extent = { (path: String) -> Range<Int64> in
+            let entry = new.index.entry(new.index.lookup(path: path)!)!
+            return entry.packOffset..<entry.packEnd
+        }
+        for path in ["a/three.bin", "a/added.txt"] {
+            #expect(fetch.assembly.remote.contains { $0.lowerBound <= extent(path).lowerBound && $0.upperBound >= extent(path).upperBound }, "\(path)")
+        }
+        #expect(!fetch.assembly.remote.contains { $0.overlaps(extent("a/one.bin")) }, "an unchanged file is fetched")
+        // An upper bound: the added file shifts the pack's chunks, so the big file counts whole
+        // here, though the assembler, guessing its old bytes in, fetches only failing chunks.
+        let changed = ["a/three.bin", "a/added.txt", "a/two.bin"].reduce(Int64(0)) { $0 + Int64(extent($1).count) }
+        #expect(fetch.downloadBytes == changed, "\(fetch.downloadBytes)")
+        // The changed big file is guessed from its old version (same path and size).
+        #expect(fetch.assembly.speculative.contains { $0.target == extent("a/two.bin").lowerBound })
+        #expect(plan.downloadBytes == fetch.downloadBytes)
+    }
+
+    @Test func unchangedFilesKeepTheirInodes() throws {
+        let root = try TemporaryDirectory()
+        let old = try Self.build(Self.revision1, in: root.path, name: "r1")
+        var files = Self.revision2
+        files.removeValue(forKey: "b/four.bin")   // and with it the directory b
+        let new = try Self.build(files, in: root.path, name: "r2")
+        let oldInodes = InodeMap(entryCount: old.index.entryCount)
+        let transition = RevisionTransition.make(from: old.index, oldInodes, old.manifest, to: new.index, new.manifest)
+        let inode = { (index: FileIndex, map: InodeMap, path: String) -> UInt64 in map.inode(for: index.lookup(path: path)!).rawValue }
+        #expect(inode(new.index, transition.inodes, "a/one.bin") == inode(old.index, oldInodes, "a/one.bin"))
+        #expect(inode(new.index, transition.inodes, "readme.txt") == inode(old.index, oldInodes, "readme.txt"))
+        #expect(inode(new.index, transition.inodes, "a") == inode(old.index, oldInodes, "a"))
+        #expect(transition.inodes.inode(for: .root).rawValue == 1)
+        // Changed and new entries get numbers no earlier revision used.
+        for path in ["a/three.bin", "a/two.bin", "a/added.txt"] {
+            #expect(inode(new.index, transition.inodes, path) >= oldInodes.nextFreeInode, "\(path)")
+        }
+        #expect(transition.inodes.controlDirectory == oldInodes.controlDirectory)
+        #expect(transition.inodes.node(for: oldInodes.controlDirectory) == .controlDirectory)
+        // What the kernel must forget: the changed and removed names, and the listings that changed.
+        let stale = Set(transition.staleEntries.map(\.name))
+        #expect(stale == ["three.bin", "two.bin", "b"], "\(stale)")
+        let staleDirectories = Set(transition.staleDirectories.map(\.rawValue))
+        #expect(staleDirectories.isSuperset(of: [1, inode(old.index, oldInodes, "a")]), "\(staleDirectories)")
+        // An inode of the old revision that is gone resolves to nothing.
+        let removed = oldInodes.inode(for: old.index.lookup(path: "b/four.bin")!)
+        #expect(new.index.lookup(path: "b") == nil)
+        #expect(transition.inodes.node(for: removed) == nil)
+    }
+
+    @Test func subtractingRanges() {
+        #expect(PackAssemblyPlan.subtract([], from: [0..<10]) == [0..<10])
+        #expect(PackAssemblyPlan.subtract([2..<4, 6..<8], from: [0..<10]) == [0..<2, 4..<6, 8..<10])
+        #expect(PackAssemblyPlan.subtract([0..<10], from: [2..<4, 6..<8]) == [])
+        #expect(PackAssemblyPlan.subtract([3..<7], from: [0..<5, 6..<10]) == [0..<3, 7..<10])
+        #expect(PackAssemblyPlan.subtract([10..<20], from: [0..<10, 20..<30]) == [0..<10, 20..<30])
+    }
+}
