@@ -37,6 +37,9 @@ public struct BundleBuilder: Sendable {
     /// The manifest's expiry time in Unix seconds (`--expires`, already added to the
     /// build time); nil for none.
     public var expires: Int64?
+    /// Tags in the order recorded traces first needed them (`--prefetch-from`); they lead
+    /// the manifest's prefetch list, the spec's own prefetch tags follow.
+    public var learnedPrefetch: [Tag] = []
 
     public init(resourceRoot: String, specPath: String? = nil, logger: Logger) {
         self.resourceRoot = resourceRoot
@@ -134,7 +137,7 @@ public struct BundleBuilder: Sendable {
                                    entries: tree.allPaths.count + 1)
         let manifest = Manifest(bundleVersion: Manifest.computeBundleVersion(index: indexHash, packs: descriptors),
                                 chunkSize: chunkSize, index: index, packs: descriptors, tags: tags,
-                                initialInstall: spec.initialInstall, prefetch: spec.prefetch,
+                                initialInstall: spec.initialInstall, prefetch: Self.prefetchList(spec, learned: learnedPrefetch),
                                 revision: revision, expires: expires)
         // What every mount will check, checked here first: a bundle beyond BundleLimits or
         // otherwise unmountable fails the build instead of every mount.

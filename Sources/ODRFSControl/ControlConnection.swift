@@ -145,6 +145,12 @@ final class ControlConnection: Sendable {
                 send(reply)
             case .watchDisk:
                 try watchDisk(id)
+            case .watchEvents:
+                try watchEvents(id)
+            case .trace(let sessions):
+                var reply = ControlResponse.success(id)
+                reply.trace = try await service.trace(sessions: sessions)
+                send(reply)
             }
         } catch {
             send(.failure(id, error))

@@ -1,3 +1,5 @@
+import ODRFSCore
+
 /// One daemon → client message: the reply to a request (`ok` set) or an event for a
 /// request in progress or a watch (`event` set). Fields an operation does not use
 /// are absent.
@@ -8,6 +10,8 @@ public struct ControlResponse: Codable, Sendable, Equatable {
         case progress
         /// `availableBytes`/`minimumFree` for a `watch-disk`.
         case lowDiskSpace = "low-disk-space"
+        /// A ``MountEvent`` (in `mount`) for a `watch-events`.
+        case mount
     }
 
     /// The protocol version (1).
@@ -37,6 +41,10 @@ public struct ControlResponse: Codable, Sendable, Equatable {
     public var priorities: [String: Double]?
     /// `purge` replies.
     public var purge: PurgeSummary?
+    /// `mount` events (`watch-events`).
+    public var mount: MountEvent?
+    /// `trace` replies: one array of first needs per session, oldest first.
+    public var trace: [[TraceEntry]]?
 
     /// A bare message for `id`; set the fields the operation needs.
     public init(id: Int?) {
@@ -77,11 +85,19 @@ public struct ControlResponse: Codable, Sendable, Equatable {
         return response
     }
 
+    /// A mount event for a `watch-events`.
+    public static func mountEvent(_ id: Int, _ event: MountEvent) -> ControlResponse {
+        var response = ControlResponse(id: id)
+        response.event = .mount
+        response.mount = event
+        return response
+    }
+
     /// Whether this is the final reply to its request (not an event).
     public var isReply: Bool { ok != nil }
 
     private enum CodingKeys: String, CodingKey {
-        case v, id, ok, error, event, completed, total, availableBytes, minimumFree, status, packs, priorities, purge
+        case v, id, ok, error, event, completed, total, availableBytes, minimumFree, status, packs, priorities, purge, mount, trace
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -99,5 +115,7 @@ public struct ControlResponse: Codable, Sendable, Equatable {
         try container.encodeIfPresent(packs, forKey: .packs)
         try container.encodeIfPresent(priorities, forKey: .priorities)
         try container.encodeIfPresent(purge, forKey: .purge)
+        try container.encodeIfPresent(mount, forKey: .mount)
+        try container.encodeIfPresent(trace, forKey: .trace)
     }
 }

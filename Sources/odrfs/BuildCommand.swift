@@ -20,6 +20,11 @@ struct BuildCommand: ParsableCommand {
             (the Ed25519 signature of the exact manifest bytes) is published with the manifest. \
             --expires stores build time + DURATION in the manifest; mounts with --trust-key \
             refuse it afterwards.
+
+            --prefetch-from TRACE.json (repeatable) reads traces written by `odrfs trace` and puts \
+            the tags in the order the recorded sessions first needed them at the head of the \
+            manifest's prefetch list, ahead of the spec's own prefetch tags; several traces merge \
+            by first-need rank. Packs only prefetched in a trace are not counted as needed.
             """)
 
     @Argument(help: "The resource directory to bundle.")
@@ -37,6 +42,9 @@ struct BuildCommand: ParsableCommand {
     @Option(help: "The manifest expires this long after the build: a number and s, m, h or d (e.g. 30d).")
     var expires: ExpiryDurationArgument?
 
+    @Option(name: .customLong("prefetch-from"), help: ArgumentHelp("Order the prefetch list by this access trace (from `odrfs trace`); repeatable.", valueName: "trace.json"))
+    var prefetchFrom: [String] = []
+
     func run() throws {
         var logger = Logger(label: "odrfs.build")
         // Warnings reach the user through the report below; the logger is for debugging.
@@ -51,6 +59,9 @@ struct BuildCommand: ParsableCommand {
             }
             builder.expires = time
         }
+        if !prefetchFrom.isEmpty {
+            builder.learnedPrefetch = AccessTrace.prefetchOrder(try prefetchFrom.map(loadTrace))
+        }
         do {
             let report = try builder.build(into: output)
             print(report.table(), terminator: "")
@@ -60,6 +71,22 @@ struct BuildCommand: ParsableCommand {
         } catch {
             printToStandardError("error: \(error)")
             throw ExitCode.failure
+        }
+    }
+
+    /// Reads one trace: a regular file no larger than the parser accepts, then parsed.
+    private func loadTrace(_ path: String) throws -> [TraceEntry] {
+        var info = stat()
+        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            throw ValidationError("--prefetch-from \(path): not a readable regular file")
+        }
+        guard info.st_size <= AccessTrace.maximumBytes, let contents = FileManager.default.contents(atPath: path) else {
+            throw ValidationError("--prefetch-from \(path): larger than \(AccessTrace.maximumBytes) bytes or unreadable")
+        }
+        do {
+            return try AccessTrace.parse(contents)
+        } catch {
+            throw ValidationError("--prefetch-from \(path): \(error)")
         }
     }
 

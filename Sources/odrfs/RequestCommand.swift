@@ -14,7 +14,6 @@ struct RequestCommand: AsyncParsableCommand {
             Without --hold the retains end when the command exits; with --hold they are kept \
             (state in-use in `odrfs status`) until SIGINT/SIGTERM or the daemon goes away.
 
-
             """ + ControlExitCode.help
     )
 

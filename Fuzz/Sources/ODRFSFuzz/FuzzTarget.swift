@@ -21,6 +21,8 @@ enum FuzzTarget: String, CaseIterable, Sendable {
     case tagspec
     /// manifest.json.sig and the key files, and the trust check over a signature file.
     case signature
+    /// An access trace (`odrfs trace` output), as `odrfs build --prefetch-from` reads it.
+    case trace
 
     /// The target named by ODRFS_FUZZ_TARGET; the process exits with a usage message if none.
     static let selected: FuzzTarget = {
@@ -42,6 +44,7 @@ enum FuzzTarget: String, CaseIterable, Sendable {
         case .control: ControlTarget.run(Data(bytes))
         case .tagspec: TagSpecTarget.run(String(decoding: bytes, as: UTF8.self))
         case .signature: SignatureTarget.run(bytes)
+        case .trace: TraceTarget.run(Data(bytes))
         }
     }
 }

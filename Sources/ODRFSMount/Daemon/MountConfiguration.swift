@@ -24,6 +24,11 @@ public struct MountConfiguration: Sendable, Codable {
     /// `--trust-key`: the public keys (their contents, not paths) of which one must have
     /// signed the manifest. Empty: the manifest is trusted as served (no signature check).
     public var trustedKeys: [TrustKey] = []
+    /// `--learn-prefetch`: prefetch in the order earlier sessions on this machine first
+    /// needed packs, after initial-install and before the manifest's prefetch list.
+    public var learnPrefetch = false
+    /// `--metrics ADDR:PORT`: where to serve Prometheus metrics; nil for nowhere.
+    public var metricsAddress: String?
 
     public init(origin: String, mountpoint: String, cacheDirectory: String? = nil, fuseOptions: [String] = []) {
         self.origin = origin

@@ -21,7 +21,7 @@ extension MountDaemon {
                       successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup),
                 .init(service: ControlSocketService(server: control)),
                 .init(service: MaintenanceService(manager: manager)),
-                .init(service: PrefetchService(manager: manager, logger: logger), successTerminationBehavior: .ignore),
+                .init(service: PrefetchService(manager: manager, logger: logger, learn: learnPrefetch), successTerminationBehavior: .ignore),
             ],
             // libfuse's handlers own SIGINT/SIGTERM/SIGHUP: they end the FUSE loop, which ends the group.
             gracefulShutdownSignals: [],

@@ -23,8 +23,12 @@ public final class MountDaemon: Sendable {
     let runtime: RuntimeDirectory
     let control: ControlServer
     let logger: Logger
+    /// `--learn-prefetch`: prefetch this machine's past order first.
+    let learnPrefetch: Bool
 
-    private init(mountpoint: String, origin: any Origin, manager: ResourceManager, session: FUSESession, logger: Logger) {
+    private init(mountpoint: String, origin: any Origin, manager: ResourceManager, session: FUSESession, logger: Logger,
+                 learnPrefetch: Bool = false) {
+        self.learnPrefetch = learnPrefetch
         self.mountpoint = mountpoint
         self.origin = origin
         self.manager = manager
@@ -85,7 +89,8 @@ public final class MountDaemon: Sendable {
             "signed": "\(bundle.isSigned)", "files": "\(index.entryCount)",
             "packs": "\(manifest.packs.count)", "cache": "\(cacheRoot)",
         ])
-        return MountDaemon(mountpoint: mountpoint, origin: origin, manager: manager, session: session, logger: logger)
+        return MountDaemon(mountpoint: mountpoint, origin: origin, manager: manager, session: session, logger: logger,
+                           learnPrefetch: configuration.learnPrefetch)
     }
 
     /// Attaches the kernel mount. After this returns the mount is usable.

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ODRFSControl
 import ODRFSCore
 import ODRFSFetch
 import ODRFSRuntime
@@ -205,7 +206,12 @@ final class DownloadCoordinator: Sendable {
                 }
                 defer { queue.release(ticket) }
                 try await io.run { () throws(FetchError) in try self.purger.makeRoom(for: pack) }
+                table.events.publish(MountEvent(.fetchStarted, descriptor, bytes: descriptor.bytes.value))
+                let firstByte = FirstByteClock()
                 try await downloader.fetch(descriptor) { progress in
+                    if let elapsed = firstByte.elapsedOnFirstCall() {
+                        self.table.metrics.recordRoundTrip(origin: self.downloader.origin.displayName, elapsed)
+                    }
                     self.advance(pack, to: progress)
                 }
                 result = .success(())
@@ -226,8 +232,10 @@ final class DownloadCoordinator: Sendable {
         let index = Int(pack.rawValue)
         let now = table.clock()
         var crossedInUse = false
+        var fetched: (bytes: Int64, cause: MountMetrics.Cause)?
         let ready = table.withState { state -> [Waiter] in
             guard state.slots[index].download != nil else { return [] }
+            fetched = (progress.received.value - state.slots[index].download!.bytesDone, MountMetrics.Cause(state.slots[index].download!.priority))
             state.slots[index].download!.bytesDone = progress.received.value
             state.slots[index].download!.file = progress.file
             guard progress.verified.value > state.slots[index].download!.verifiedBytes else { return [] }
@@ -243,8 +251,14 @@ final class DownloadCoordinator: Sendable {
             return ready
         }
         if crossedInUse { reportInUseLimitCrossed(pack) }
+        if let fetched { table.metrics.recordFetched(fetched.bytes, cause: fetched.cause) }
         for waiter in ready { waiter.resume(.success(progress.file)) }
         observers.changed(pack)
+        table.events.publish({
+            var event = MountEvent(.fetchProgress, table.manifest.pack(pack), bytes: progress.received.value)
+            event.total = table.manifest.pack(pack).bytes.value
+            return event
+        }())
     }
 
     private func finishDownload(_ pack: PackNumber, result: Result<Void, FetchError>, duration: Duration) {
@@ -296,6 +310,7 @@ final class DownloadCoordinator: Sendable {
                 "waiters": "\(waiters.count)", "duration": "\(duration)",
             ])
             for waiter in waiters { waiter.resume(.success(file)) }
+            table.events.publish(MountEvent(.fetchFinished, descriptor, bytes: descriptor.bytes.value))
             // The new pack may have pushed the cache over its limits.
             purger.wake(.afterDownload)
         case .failure(let error):
@@ -303,6 +318,8 @@ final class DownloadCoordinator: Sendable {
             file?.fail("\(error)")
             logger.error("pack fetch failed", metadata: ["pack.id": "\(descriptor.id)", "error": "\(error)", "waiters": "\(waiters.count)"])
             for waiter in waiters { waiter.resume(.failure(error)) }
+            table.events.publish(.fetchFailed(descriptor, error))
+            if error.kind != .cancelled { table.metrics.recordFetchError(error.kind) }
         }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ODRFSControl
 import ODRFSCore
 import ODRFSFetch
 import ODRFSRuntime
@@ -36,6 +37,8 @@ public final class ResourceManager: Sendable {
     let purger: Purger
     /// Tag requests and the initial install, told when their packs move.
     let progressObservers: ProgressObservers
+    /// This session's first need of each pack (`odrfs trace`).
+    let recorder: AccessRecorder
 
     /// Reconciles the cache with the index, then starts with what is verified on disk.
     /// Blocking (it may hash cached files): call it on the I/O executor.
@@ -48,7 +51,8 @@ public final class ResourceManager: Sendable {
         logger: Logger,
         clock: @escaping @Sendable () -> Date = Date.init,
         availableBytes: (@Sendable () -> Int64?)? = nil,
-        io: IOExecutor = .cache
+        io: IOExecutor = .cache,
+        events: MountEvents = MountEvents()
     ) throws(StoreError) {
         self.manifest = manifest
         self.limits = limits
@@ -58,13 +62,19 @@ public final class ResourceManager: Sendable {
         self.io = io
         let report = try store.reconcile(expected: manifest.packs, chunkSize: manifest.chunkSize, now: clock())
         let overrides = try store.index.priorityOverrides()
-        table = PackTable(manifest: manifest, limits: limits, clock: clock, verified: report.packs, priorityOverrides: overrides)
+        table = PackTable(manifest: manifest, limits: limits, clock: clock, verified: report.packs, priorityOverrides: overrides, events: events)
         purger = Purger(table: table, store: store, logger: logger, availableBytes: availableBytes ?? { [store] in store.availableBytes() })
         progressObservers = ProgressObservers()
+        recorder = AccessRecorder(manifest: manifest, store: store, io: io, logger: logger, now: clock())
         coordinator = DownloadCoordinator(table: table, downloader: downloader, purger: purger,
                                           maximumConcurrent: maximumConcurrentDownloads, observers: progressObservers,
                                           io: io, logger: logger)
     }
+
+    /// Fetches, evictions, retains and releases as they happen (`odrfs events`).
+    public var events: MountEvents { table.events }
+    /// Opens, fetched bytes, errors and evictions, through swift-metrics.
+    public var metrics: MountMetrics { table.metrics }
 
     // MARK: Access
 
