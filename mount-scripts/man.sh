@@ -8,8 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [[ -d /opt/swift/usr/bin && ":$PATH:" != *":/opt/swift/usr/bin:"* ]] && export PATH="/opt/swift/usr/bin:$PATH"
 date=$(git log -1 --format=%cs 2>/dev/null || date -u +%F)
-swift package plugin generate-manual --date "$date"
+# Debug: the plugin builds every product first, and a debug build is the one tests share.
+swift package plugin generate-manual --configuration debug --date "$date"
 mkdir -p docs
-cp "$(swift build --show-bin-path)/../plugins/GenerateManual/outputs/odrfs/odrfs.1" docs/odrfs.1 2>/dev/null \
-    || cp .build/plugins/GenerateManual/outputs/odrfs/odrfs.1 docs/odrfs.1
+cp "$(find .build/plugins/GenerateManual/outputs -name odrfs.1 | head -1)" docs/odrfs.1
 echo "man: wrote docs/odrfs.1 ($(wc -l <docs/odrfs.1) lines)"

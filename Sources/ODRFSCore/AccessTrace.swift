@@ -46,11 +46,12 @@ public enum AccessTrace {
         let entries: [TraceEntry]
         do {
             entries = try JSONDecoder().decode([TraceEntry].self, from: data)
-        } catch let DecodingError.dataCorrupted(context) {
-            throw ParseError(message: "not a JSON array of trace entries: \(context.debugDescription)")
         } catch let DecodingError.keyNotFound(key, context) {
             throw ParseError(message: "\(location(context.codingPath)): missing \"\(key.stringValue)\"")
-        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
+        } catch let DecodingError.dataCorrupted(context), let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
+            guard !context.codingPath.isEmpty else {
+                throw ParseError(message: "not a JSON array of trace entries: \(context.debugDescription)")
+            }
             throw ParseError(message: "\(location(context.codingPath)): \(context.debugDescription)")
         } catch {
             throw ParseError(message: "not a JSON array of trace entries: \(error)")

@@ -14,8 +14,7 @@ struct EventsCommand: AsyncParsableCommand {
             Events: fetch-started, fetch-progress, fetch-finished, fetch-failed, evicted, retained, released, \
             low-disk-space. The reason of an eviction is cache-size, min-free, manual or update; progress \
             events are coalesced, so a slow reader sees the latest figure rather than every step.
-
-            """ + ControlExitCode.help
+            """ + "\n\n" + ControlExitCode.help
     )
 
     @Argument(help: "The mountpoint.")

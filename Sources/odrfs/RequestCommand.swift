@@ -13,8 +13,7 @@ struct RequestCommand: AsyncParsableCommand {
             --conditional never downloads: it exits 0 if everything is local and 3 otherwise. \
             Without --hold the retains end when the command exits; with --hold they are kept \
             (state in-use in `odrfs status`) until SIGINT/SIGTERM or the daemon goes away.
-
-            """ + ControlExitCode.help
+            """ + "\n\n" + ControlExitCode.help
     )
 
     @Argument(help: "The mountpoint.")

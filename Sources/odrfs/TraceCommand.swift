@@ -17,8 +17,7 @@ struct TraceCommand: AsyncParsableCommand {
             recorded in the cache (this one included), oldest first, each entry with "session" \
             (1 = oldest). Feed traces to `odrfs build --prefetch-from`, or mount with \
             --learn-prefetch to use this machine's history directly.
-
-            """ + ControlExitCode.help
+            """ + "\n\n" + ControlExitCode.help
     )
 
     @Argument(help: "The mountpoint.")

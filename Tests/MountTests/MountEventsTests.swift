@@ -30,7 +30,8 @@ struct MountEventsTests {
         while level <= 6 {
             try await MountCacheTests().read(fixture, level: level)
             level += 1
-            if await eventually(timeout: .milliseconds(500)) { events(in: output).contains { $0["event"] as? String == "fetch-finished" } } { break }
+            let fetched = await eventually(timeout: .milliseconds(500)) { events(in: output).contains { $0["event"] as? String == "fetch-finished" } }
+            if fetched { break }
         }
         for next in level...6 { try await MountCacheTests().read(fixture, level: next) }
         #expect(await eventually(timeout: .seconds(10)) {

@@ -8,7 +8,9 @@ import Testing
 @Suite("Mount metrics", .serialized, .timingSensitive, .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
 struct MountMetricsTests {
     /// One sample line of the text format: `name{label="value",…} number`.
-    private static let sample = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (-?[0-9.e+-]+|\+Inf|-Inf|NaN)$/
+    private static var sample: Regex<(Substring, Substring, Substring?, Substring)> {
+        /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (-?[0-9.e+-]+|\+Inf|-Inf|NaN)$/
+    }
 
     /// Scrapes `url` with python3 (installed by setup.sh) and parses every line strictly.
     private func scrape(_ url: String) async throws -> [String: Double] {

@@ -12,10 +12,10 @@ struct MountEventTests {
 
     @Test("the JSON form has the contract's field names, event names and millisecond UTC time")
     func jsonForm() throws {
-        var event = MountEvent(time: Date(timeIntervalSince1970: 1_795_428_000.123), event: .evicted, pack: "Level1", tags: ["Level1"], bytes: 123)
+        var event = MountEvent(time: Date(timeIntervalSince1970: 1_795_428_000.125), event: .evicted, pack: "Level1", tags: ["Level1"], bytes: 123)
         event.reason = MountEvent.EvictionReason.cacheSize.rawValue
         let object = try #require(try JSONSerialization.jsonObject(with: event.jsonLine) as? [String: Any])
-        #expect(object["time"] as? String == "2026-11-23T10:00:00.123Z")
+        #expect(object["time"] as? String == "2026-11-23T10:00:00.125Z")
         #expect(object["event"] as? String == "evicted")
         #expect(object["pack"] as? String == "Level1")
         #expect(object["tags"] as? [String] == ["Level1"])

@@ -31,11 +31,11 @@ struct AccessTraceTests {
     @Test("hostile traces are refused with the entry and the reason", arguments: [
         (#"{"pack":"A"}"#, "not a JSON array"),
         (#"[{"pack":"A","tags":["A"],"cause":"open","first_file":null}]"#, "entry 1: missing \"seconds_since_mount\""),
-        (#"[{"pack":"A","tags":["A"],"cause":"teleport","first_file":null,"seconds_since_mount":1}]"#, "entry 1"),
+        (#"[{"pack":"A","tags":["A"],"cause":"teleport","first_file":null,"seconds_since_mount":1}]"#, "entry 1 cause"),
         (#"[{"pack":"","tags":[],"cause":"open","first_file":null,"seconds_since_mount":1}]"#, "\"pack\" must be"),
         (#"[{"pack":"A","tags":["a/b"],"cause":"open","first_file":null,"seconds_since_mount":1}]"#, "must not contain '/'"),
         (#"[{"pack":"A","tags":["A"],"cause":"open","first_file":null,"seconds_since_mount":-1}]"#, "finite number ≥ 0"),
-        (#"[{"pack":"A","tags":["A"],"cause":"open","first_file":null,"seconds_since_mount":1e999}]"#, "entry 1"),
+        (#"[{"pack":"A","tags":["A"],"cause":"open","first_file":null,"seconds_since_mount":1e999}]"#, "not valid JSON"),
         (#"[{"pack":"A","tags":["A"],"cause":"open","first_file":null,"seconds_since_mount":1,"session":-3}]"#, "\"session\""),
     ])
     func hostile(_ text: String, _ expected: String) {
