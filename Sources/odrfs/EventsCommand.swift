@@ -10,7 +10,7 @@ struct EventsCommand: AsyncParsableCommand {
         discussion: """
             Prints one line per event as it happens until interrupted (or until the daemon goes away, exit 1). \
             With --json each line is one JSON object: {"time": "2026-11-23T10:00:00.123Z", "event": "evicted", \
-            "pack": "Level1", "tags": ["Level1"], "bytes": 123, "reason": "cache-size", "rule": "…"}. \
+            "pack": "Level1", "tags": ["Level1"], "bytes": 123, "reason": "cache-size", "rule": "..."}. \
             Events: fetch-started, fetch-progress, fetch-finished, fetch-failed, evicted, retained, released, \
             low-disk-space. The reason of an eviction is cache-size, min-free, manual or update; progress \
             events are coalesced, so a slow reader sees the latest figure rather than every step.

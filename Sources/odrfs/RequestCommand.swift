@@ -22,7 +22,7 @@ struct RequestCommand: AsyncParsableCommand {
     @Argument(help: "One or more tags.")
     var tags: [String]
 
-    @Option(name: .long, help: "Loading priority: 'urgent' or 0…1 (default 0.5).")
+    @Option(name: .long, help: "Loading priority: 'urgent' or 0 to 1 (default 0.5).")
     var priority: String = "0.5"
 
     @Flag(name: .long, help: "Never download: succeed only if everything is already local.")

@@ -60,8 +60,15 @@ import TestSupport
                 #expect(Self.hardBreaks(in: text).isEmpty, "odrfs \(command.commandName): a hard line break inside a paragraph: \(Self.hardBreaks(in: text))")
             }
             #expect(!(command.abstract ?? "").contains("\n"), "odrfs \(command.commandName)'s abstract spans lines")
+            // generate-manual drops every non-ASCII character ("0…1" became "01" in the man page).
+            for text in [command.abstract, command.discussion].compactMap({ $0 }) {
+                let ascii = text.unicodeScalars.allSatisfy { $0.isASCII }
+                #expect(ascii, "odrfs \(command.commandName): non-ASCII help text is lost in the man page")
+            }
             for argument in command.arguments ?? [] where argument.shouldDisplay {
                 #expect(!(argument.abstract ?? "").contains("\n"), "odrfs \(command.commandName) \(argument.names?.first?.name ?? ""): help spans lines")
+                let ascii = (argument.abstract ?? "").unicodeScalars.allSatisfy { $0.isASCII }
+                #expect(ascii, "odrfs \(command.commandName) \(argument.names?.first?.name ?? ""): non-ASCII help")
             }
         }
         #expect(Self.hardBreaks(in: "Typical use:\n  odrfs build a -o b\n  odrfs mount b /mnt").isEmpty)
