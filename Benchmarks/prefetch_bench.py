@@ -3,9 +3,10 @@
 
 prefetch_bench.py --binary ODRFS --work DIR [--latency-ms 20] [--rounds 3] [--think-ms 150]
 
-A game bundle (Menu, Shared, ten levels each with its own audio pack: 22 packs of about
-1.5 MB, 40 files each) is served by `odrfs serve` behind latency_proxy.py. The session
-a player actually plays is Menu, Shared, Level4, Audio4, Level5, Audio5: it reads every
+A game bundle (Menu, Shared, thirty levels each with its own audio pack: 62 packs of
+about 1.5 MB, 40 files each) is served by `odrfs serve` behind latency_proxy.py. The
+session a player actually plays (resuming a saved game) is Menu, Shared, Level12,
+Audio12, Level13, Audio13: it reads every
 file of each pack in turn and then "plays" for --think-ms before the next one. Measured:
 seconds from the mount being ready to the session's last file read, with an empty cache,
 for three bundles of the same files:
@@ -31,8 +32,8 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SESSION = ["Menu", "Shared", "Level4", "Audio4", "Level5", "Audio5"]
-TAGS = ["Menu", "Shared"] + [f"{kind}{n}" for n in range(1, 11) for kind in ("Level", "Audio")]
+SESSION = ["Menu", "Shared", "Level12", "Audio12", "Level13", "Audio13"]
+TAGS = ["Menu", "Shared"] + [f"{kind}{n}" for n in range(1, 31) for kind in ("Level", "Audio")]
 HAND_WRITTEN = TAGS  # the author's guess: everything, in level order
 PROCS = []
 
@@ -189,6 +190,7 @@ def main():
 
     print(f"learned prefetch list: {learned[:8]}…")
     print(f"latency {A.latency_ms} ms per request, think time {A.think_ms} ms between packs, {A.rounds} rounds, median")
+    print(f"floor (think time alone): {(len(SESSION) - 1) * A.think_ms / 1000:.3f} s")
     print(f"{'prefetch':<14} {'seconds to last file':>22}  (all rounds)")
     for name, times in results.items():
         print(f"{name:<14} {statistics.median(times):>22.3f}  ({', '.join(f'{t:.3f}' for t in times)})")
