@@ -254,11 +254,7 @@ final class DownloadCoordinator: Sendable {
         if let fetched { table.metrics.recordFetched(fetched.bytes, cause: fetched.cause) }
         for waiter in ready { waiter.resume(.success(progress.file)) }
         observers.changed(pack)
-        table.events.publish({
-            var event = MountEvent(.fetchProgress, table.manifest.pack(pack), bytes: progress.received.value)
-            event.total = table.manifest.pack(pack).bytes.value
-            return event
-        }())
+        table.events.publish(.fetchProgress(table.manifest.pack(pack), received: progress.received.value))
     }
 
     private func finishDownload(_ pack: PackNumber, result: Result<Void, FetchError>, duration: Duration) {

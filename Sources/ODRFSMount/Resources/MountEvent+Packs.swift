@@ -9,6 +9,13 @@ extension MountEvent {
         self.init(event: kind, pack: pack.id.rawValue, tags: pack.tags.map(\.name), bytes: bytes)
     }
 
+    /// `fetch-progress` for `pack`: `received` of its bytes so far.
+    static func fetchProgress(_ pack: PackDescriptor, received: Int64) -> MountEvent {
+        var event = MountEvent(.fetchProgress, pack, bytes: received)
+        event.total = pack.bytes.value
+        return event
+    }
+
     /// `fetch-failed` for `pack`: the error's kind as reason, its text as message.
     static func fetchFailed(_ pack: PackDescriptor, _ error: FetchError) -> MountEvent {
         var event = MountEvent(.fetchFailed, pack, bytes: pack.bytes.value)
