@@ -91,23 +91,33 @@ public enum AccessTrace {
     /// workload's), and a pack's rank is its best over all sessions (ties: the pack more
     /// sessions needed, then its id).
     public static func packOrder(_ traces: [[TraceEntry]]) -> [String] {
-        ranked(traces).map(\.pack)
+        var seen: Set<String> = []
+        return ranked(traces).map(\.pack).filter { seen.insert($0).inserted }
+    }
+
+    /// Packs keyed by id *and* tags: a hostile or stale trace may give one id different
+    /// tags, and each tag set a trace demanded must reach the prefetch order.
+    private struct Key: Hashable {
+        var pack: String
+        var tags: [String]
     }
 
     private static func ranked(_ traces: [[TraceEntry]]) -> [(pack: String, tags: [String])] {
-        var best: [String: (rank: Int, sessions: Int, tags: [String])] = [:]
+        var best: [Key: (rank: Int, sessions: Int)] = [:]
         for trace in traces {
             var sessions: [Int: [TraceEntry]] = [:]
             for entry in trace where entry.cause.isDemand { sessions[entry.session ?? 0, default: []].append(entry) }
             for session in sessions.values {
                 let ordered = session.enumerated().sorted { ($0.element.secondsSinceMount, $0.offset) < ($1.element.secondsSinceMount, $1.offset) }
-                var seen: Set<String> = []
+                var seen: Set<Key> = []
                 var rank = 0
-                for (_, entry) in ordered where seen.insert(entry.pack).inserted {
-                    if let known = best[entry.pack] {
-                        best[entry.pack] = (min(known.rank, rank), known.sessions + 1, known.tags)
+                for (_, entry) in ordered {
+                    let key = Key(pack: entry.pack, tags: entry.tags)
+                    guard seen.insert(key).inserted else { continue }
+                    if let known = best[key] {
+                        best[key] = (min(known.rank, rank), known.sessions + 1)
                     } else {
-                        best[entry.pack] = (rank, 1, entry.tags)
+                        best[key] = (rank, 1)
                     }
                     rank += 1
                 }
@@ -116,8 +126,9 @@ public enum AccessTrace {
         return best.sorted { lhs, rhs in
             if lhs.value.rank != rhs.value.rank { return lhs.value.rank < rhs.value.rank }
             if lhs.value.sessions != rhs.value.sessions { return lhs.value.sessions > rhs.value.sessions }
-            return lhs.key.utf8.lexicographicallyPrecedes(rhs.key.utf8)
-        }.map { ($0.key, $0.value.tags) }
+            if lhs.key.pack != rhs.key.pack { return lhs.key.pack.utf8.lexicographicallyPrecedes(rhs.key.pack.utf8) }
+            return lhs.key.tags.lexicographicallyPrecedes(rhs.key.tags) { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        }.map { ($0.key.pack, $0.key.tags) }
     }
 
     /// The tags to prefetch, in the order the traces first needed them (``packOrder(_:)``):
