@@ -30,6 +30,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        // Metrics: the mount instruments itself with swift-metrics; `--metrics` serves them
+        // in Prometheus text format through swift-prometheus.
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // The C boundary: libfuse3's low-level API plus shims for what Swift cannot call directly.
@@ -136,6 +140,19 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ]
+        ),
+        // `--metrics ADDR:PORT`: the swift-metrics backend (swift-prometheus) and its HTTP endpoint.
+        .target(
+            name: "ODRFSMetrics",
+            dependencies: [
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         // The `odrfs` command line: one ParsableCommand per file.
@@ -149,6 +166,7 @@ let package = Package(
                 "ODRFSMount",
                 "ODRFSServer",
                 "ODRFSControl",
+                "ODRFSMetrics",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -11,6 +11,7 @@
 # Needs root (drop_caches, FUSE), nginx, python3 and a C compiler. Everything it starts is
 # stopped by PID and every mount is lazily unmounted on exit, whatever happens.
 set -euo pipefail
+source "$(dirname "$0")/../mount-scripts/as-root.sh"
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(dirname "$here")"
 binary="" keep=0 args=()

@@ -2,6 +2,7 @@
 # The main job: install what is missing, build ODRFS, build the travel-guide example
 # into packs, mount it, and show a file being fetched on first open.
 set -euo pipefail
+source "$(dirname "$0")/as-root.sh"
 cd "$(dirname "$0")/.."
 [[ -d /opt/swift/usr/bin && ":$PATH:" != *":/opt/swift/usr/bin:"* ]] && export PATH="/opt/swift/usr/bin:$PATH"
 mount-scripts/setup.sh

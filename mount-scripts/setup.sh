@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Installs what ODRFS needs on a fresh Debian 12 machine (run as root, or with sudo).
+# Installs what ODRFS needs on a fresh Debian 12 machine (as root, or through sudo when
+# run by a user who has it: see as-root.sh).
 # Idempotent: packages already present are not reinstalled.
 set -euo pipefail
+source "$(dirname "$0")/as-root.sh"
 
 # nginx: the tests' origin and their caching proxy (proxy_cache); curl: header checks.
 packages=(libfuse3-dev fuse3 attr pkg-config libsqlite3-dev libzstd-dev zstd ca-certificates nginx-light python3 gcc openssl curl)

@@ -48,6 +48,9 @@ public struct BundleBuilder: Sendable {
     public var keep: Int = BundleBuilder.defaultKeep
     /// How packs are stored in the dist dir (`--compress`); zstd level 3 by default.
     public var compression: CompressionSetting = .default
+    /// Tags in the order recorded traces first needed them (`--prefetch-from`); they lead
+    /// the manifest's prefetch list, the spec's own prefetch tags follow.
+    public var learnedPrefetch: [Tag] = []
 
     public init(resourceRoot: String, specPath: String? = nil, logger: Logger) {
         self.resourceRoot = resourceRoot
@@ -77,7 +80,7 @@ public struct BundleBuilder: Sendable {
             let revision = try output.nextRevision()
             if let previous { output.recordCurrentManifest(revision: previous) }
             let writer = BundleWriter(output: output, resourceRoot: root, chunkSize: chunkSize, compression: compression, logger: logger)
-            let bundle = try writer.write(tree: tree, plan: plan, spec: spec, revision: revision, expires: expires,
+            let bundle = try writer.write(tree: tree, plan: plan, spec: spec, learnedPrefetch: learnedPrefetch, revision: revision, expires: expires,
                                           written: &written, warnings: &warnings)
             let signature: ManifestSignature?
             if let signingKey {

@@ -28,7 +28,7 @@ struct BundleWriter {
     let compression: CompressionSetting
     let logger: Logger
 
-    func write(tree: ResourceTree, plan: PackPlan, spec: TagSpec, revision: Int64, expires: Int64?,
+    func write(tree: ResourceTree, plan: PackPlan, spec: TagSpec, learnedPrefetch: [ODRFSCore.Tag], revision: Int64, expires: Int64?,
                written: inout Written, warnings: inout [String]) throws(BuildError) -> Bundle {
         let writer = PackFileWriter(resourceRoot: resourceRoot, chunkSize: chunkSize)
         var descriptors: [PackDescriptor] = []
@@ -96,7 +96,7 @@ struct BundleWriter {
         let index = IndexReference(file: indexFile, bytes: indexSize, sha256: indexHash, entries: tree.allPaths.count + 1)
         let manifest = Manifest(bundleVersion: Manifest.computeBundleVersion(index: indexHash, packs: descriptors),
                                 chunkSize: chunkSize, index: index, packs: descriptors, tags: tags,
-                                initialInstall: spec.initialInstall, prefetch: spec.prefetch,
+                                initialInstall: spec.initialInstall, prefetch: BundleBuilder.prefetchList(spec, learned: learnedPrefetch),
                                 revision: revision, expires: expires)
         // What every mount will check, checked here first: a bundle beyond BundleLimits or
         // otherwise unmountable fails the build instead of every mount.

@@ -109,7 +109,8 @@ public final class ControlClient: Sendable {
     }
 
     /// Sends `operation` and waits for its reply; `onEvent` receives the request's
-    /// progress or low-disk-space events (for `watch-disk`, also after the reply).
+    /// progress, low-disk-space or mount events (for `watch-disk` and `watch-events`,
+    /// after the reply, until `end`).
     /// A failed reply is thrown. If the calling task is cancelled while a `request`
     /// waits, the daemon is told to abandon it (the call then throws `cancelled`).
     @discardableResult
@@ -128,7 +129,7 @@ public final class ControlClient: Sendable {
         } onCancel: {
             if case .request = operation { cancelRequest(id) }
         }
-        if case .watchDisk = operation, case .success = result {} else {
+        if operation.isWatch, case .success = result {} else {
             router.removeHandler(id)
         }
         let response = try result.get()
@@ -141,7 +142,7 @@ public final class ControlClient: Sendable {
     }
 
     /// Sends `operation` without waiting for its reply (which is dropped): for `end`
-    /// from places that cannot wait, such as a deinit. Ending a `watch-disk` also
+    /// from places that cannot wait, such as a deinit. Ending a watch also
     /// stops delivering its events here.
     public func post(_ operation: ControlOperation) {
         if case .end(let target) = operation { router.removeHandler(target) }
@@ -175,5 +176,15 @@ public final class ControlClient: Sendable {
         var buffer = ByteBuffer(bytes: ControlProtocol.encode(request))
         buffer.writeInteger(UInt8(ascii: "\n"))
         channel.writeAndFlush(buffer).whenFailure { [channel] _ in channel.close(promise: nil) }
+    }
+}
+
+extension ControlOperation {
+    /// Whether events keep coming after the ok reply (`watch-disk`, `watch-events`).
+    public var isWatch: Bool {
+        switch self {
+        case .watchDisk, .watchEvents: true
+        default: false
+        }
     }
 }

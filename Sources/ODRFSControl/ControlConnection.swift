@@ -149,6 +149,12 @@ final class ControlConnection: Sendable {
                 var reply = ControlResponse.success(id)
                 reply.update = try await service.update(check: check)
                 send(reply)
+            case .watchEvents:
+                try watchEvents(id)
+            case .trace(let sessions):
+                var reply = ControlResponse.success(id)
+                reply.trace = try await service.trace(sessions: sessions)
+                send(reply)
             }
         } catch {
             send(.failure(id, error))

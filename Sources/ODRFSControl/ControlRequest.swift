@@ -22,7 +22,7 @@ public enum ControlOperation: Sendable, Equatable {
     /// are local, else a `not-local` error; never downloads). Progress events until the
     /// reply; after an ok reply the retains are held until `end` or the connection drops.
     case request(tags: [String], loadingPriority: LoadingPriority, conditional: Bool)
-    /// `end`: release the retains of an earlier `request` (or stop a `watch-disk`;
+    /// `end`: release the retains of an earlier `request` (or stop a watch;
     /// abandons a request still in progress).
     case end(request: Int)
     /// `priority.get`: reply carries `priorities`, tag → 0…1.
@@ -39,6 +39,12 @@ public enum ControlOperation: Sendable, Equatable {
     /// `update`: fetch the origin's manifest and compare it with the mounted revision
     /// (`check`: only report); reply carries `update`, an ``UpdateReport``.
     case update(check: Bool)
+    /// `watch-events`: an ok reply, then one `mount` event per ``MountEvent`` until `end`
+    /// or close (`odrfs events`).
+    case watchEvents
+    /// `trace`: reply carries `trace`, the first needs of the newest `sessions` mount
+    /// sessions (1: this one), oldest first (`odrfs trace`).
+    case trace(sessions: Int)
 
     /// The wire name.
     public var name: String {
@@ -52,8 +58,15 @@ public enum ControlOperation: Sendable, Equatable {
         case .cancel: "cancel"
         case .watchDisk: "watch-disk"
         case .update: "update"
+        case .watchEvents: "watch-events"
+        case .trace: "trace"
         }
     }
+}
+
+extension ControlOperation {
+    /// The most sessions one `trace` may ask for.
+    public static let maximumTraceSessions = 1000
 }
 
 /// The flat wire form of a request: every field any operation uses.
@@ -68,13 +81,14 @@ struct WireRequest: Codable {
     var value: Double?
     var all: Bool?
     var check: Bool?
+    var sessions: Int?
 }
 
 extension ControlRequest {
     var wire: WireRequest {
         var wire = WireRequest(v: ControlProtocol.version, id: id, op: operation.name)
         switch operation {
-        case .status, .watchDisk:
+        case .status, .watchDisk, .watchEvents:
             break
         case let .request(tags, loadingPriority, conditional):
             wire.tags = tags
@@ -91,6 +105,8 @@ extension ControlRequest {
             if let tags { wire.tags = tags } else { wire.all = true }
         case .update(let check):
             wire.check = check
+        case .trace(let sessions):
+            wire.sessions = sessions
         }
         return wire
     }
@@ -129,8 +145,15 @@ extension ControlRequest {
             }
         case "watch-disk": operation = .watchDisk
         case "update": operation = .update(check: wire.check ?? false)
+        case "watch-events": operation = .watchEvents
+        case "trace":
+            let sessions = wire.sessions ?? 1
+            guard (1...ControlOperation.maximumTraceSessions).contains(sessions) else {
+                throw ControlError(.badRequest, "'trace' takes \"sessions\": 1…\(ControlOperation.maximumTraceSessions)")
+            }
+            operation = .trace(sessions: sessions)
         case nil: throw ControlError(.badRequest, "the message has no \"op\"")
-        case let op?: throw ControlError(.badRequest, "unknown op '\(op)'; v1 knows status, request, end, priority.get, priority.set, purge, cancel, watch-disk, update")
+        case let op?: throw ControlError(.badRequest, "unknown op '\(op)'; v1 knows status, request, end, priority.get, priority.set, purge, cancel, watch-disk, watch-events, trace, update")
         }
         self.init(id: id, operation: operation)
     }

@@ -1,3 +1,5 @@
+import ODRFSCore
+
 /// One daemon → client message: the reply to a request (`ok` set) or an event for a
 /// request in progress or a watch (`event` set). Fields an operation does not use
 /// are absent.
@@ -8,6 +10,8 @@ public struct ControlResponse: Codable, Sendable, Equatable {
         case progress
         /// `availableBytes`/`minimumFree` for a `watch-disk`.
         case lowDiskSpace = "low-disk-space"
+        /// A ``MountEvent`` (in `mount`) for a `watch-events`.
+        case mount
     }
 
     /// The protocol version (1).
@@ -39,6 +43,10 @@ public struct ControlResponse: Codable, Sendable, Equatable {
     public var purge: PurgeSummary?
     /// `update` replies.
     public var update: UpdateReport?
+    /// `mount` events (`watch-events`).
+    public var mount: MountEvent?
+    /// `trace` replies: one array of first needs per session, oldest first.
+    public var trace: [[TraceEntry]]?
 
     /// A bare message for `id`; set the fields the operation needs.
     public init(id: Int?) {
@@ -79,11 +87,19 @@ public struct ControlResponse: Codable, Sendable, Equatable {
         return response
     }
 
+    /// A mount event for a `watch-events`.
+    public static func mountEvent(_ id: Int, _ event: MountEvent) -> ControlResponse {
+        var response = ControlResponse(id: id)
+        response.event = .mount
+        response.mount = event
+        return response
+    }
+
     /// Whether this is the final reply to its request (not an event).
     public var isReply: Bool { ok != nil }
 
     private enum CodingKeys: String, CodingKey {
-        case v, id, ok, error, event, completed, total, availableBytes, minimumFree, status, packs, priorities, purge, update
+        case v, id, ok, error, event, completed, total, availableBytes, minimumFree, status, packs, priorities, purge, update, mount, trace
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -102,5 +118,7 @@ public struct ControlResponse: Codable, Sendable, Equatable {
         try container.encodeIfPresent(priorities, forKey: .priorities)
         try container.encodeIfPresent(purge, forKey: .purge)
         try container.encodeIfPresent(update, forKey: .update)
+        try container.encodeIfPresent(mount, forKey: .mount)
+        try container.encodeIfPresent(trace, forKey: .trace)
     }
 }

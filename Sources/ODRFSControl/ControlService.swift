@@ -1,4 +1,5 @@
 import Foundation
+import ODRFSCore
 
 /// What the ``ControlServer`` asks of the mount daemon: the daemon-side API of tag
 /// requests, priorities, purging and status. The mount daemon implements it over its
@@ -41,6 +42,21 @@ public protocol ControlService: Sendable {
     /// Compares the origin's manifest with the mounted revision; unless `check`, downloads
     /// what the new revision needs and switches to it (see `ControlService+Update.swift`).
     func update(check: Bool) async throws(ControlError) -> UpdateReport
+    /// A new subscription to the mount's ``MountEvent``s (`watch-events`), or nil if this
+    /// service publishes none. The server finishes it when the watch ends.
+    func mountEvents() -> MountEventSubscription?
+    /// The access traces of the newest `sessions` mount sessions, oldest first.
+    func trace(sessions: Int) async throws(ControlError) -> [[TraceEntry]]
+}
+
+extension ControlService {
+    /// Publishes no events: `watch-events` is refused.
+    public func mountEvents() -> MountEventSubscription? { nil }
+
+    /// Records no traces: `trace` is refused.
+    public func trace(sessions: Int) async throws(ControlError) -> [[TraceEntry]] {
+        throw ControlError(.badRequest, "this daemon records no access traces")
+    }
 }
 
 /// The retains taken by one successful tag request: one per pack, by pack number.

@@ -63,6 +63,7 @@ public final class CacheIndex: Sendable {
                 table.column("seen", .datetime).notNull()
             }
         }
+        registerTraceMigration(&migrator)
         return migrator
     }
 

@@ -25,6 +25,11 @@ struct BuildCommand: ParsableCommand {
             refuse it afterwards. Packs are compressed with zstd by default, one frame per \
             chunk (packs/<sha256>.tar.zst, <sha256> being the uncompressed tar's hash); \
             --compress none writes plain tar packs.
+
+            --prefetch-from TRACE.json (repeatable) reads traces written by `odrfs trace` and puts \
+            the tags in the order the recorded sessions first needed them at the head of the \
+            manifest's prefetch list, ahead of the spec's own prefetch tags; several traces merge \
+            by first-need rank. Packs only prefetched in a trace are not counted as needed.
             """)
 
     @Argument(help: "The resource directory to bundle.")
@@ -51,6 +56,8 @@ struct BuildCommand: ParsableCommand {
     func validate() throws {
         guard keep >= 1 else { throw ValidationError("--keep must be at least 1 (the new revision)") }
     }
+    @Option(name: .customLong("prefetch-from"), help: ArgumentHelp("Order the prefetch list by this access trace (from `odrfs trace`); repeatable.", valueName: "trace.json"))
+    var prefetchFrom: [String] = []
 
     func run() throws {
         var logger = Logger(label: "odrfs.build")
@@ -68,6 +75,9 @@ struct BuildCommand: ParsableCommand {
             }
             builder.expires = time
         }
+        if !prefetchFrom.isEmpty {
+            builder.learnedPrefetch = AccessTrace.prefetchOrder(try prefetchFrom.map(loadTrace))
+        }
         do {
             let report = try builder.build(into: output)
             print(report.table(), terminator: "")
@@ -77,6 +87,22 @@ struct BuildCommand: ParsableCommand {
         } catch {
             printToStandardError("error: \(error)")
             throw ExitCode.failure
+        }
+    }
+
+    /// Reads one trace: a regular file no larger than the parser accepts, then parsed.
+    private func loadTrace(_ path: String) throws -> [TraceEntry] {
+        var info = stat()
+        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            throw ValidationError("--prefetch-from \(path): not a readable regular file")
+        }
+        guard info.st_size <= AccessTrace.maximumBytes, let contents = FileManager.default.contents(atPath: path) else {
+            throw ValidationError("--prefetch-from \(path): larger than \(AccessTrace.maximumBytes) bytes or unreadable")
+        }
+        do {
+            return try AccessTrace.parse(contents)
+        } catch {
+            throw ValidationError("--prefetch-from \(path): \(error)")
         }
     }
 

@@ -5,7 +5,7 @@ import ODRFSControl
 /// Exit codes of the commands that talk to a mount's daemon (status, request, priority, purge).
 enum ControlExitCode {
     static let help = """
-        Exit codes: 0 ok; 1 error (no daemon at the mountpoint, permission denied, …); \
+        Exit codes: 0 ok; 1 error (no daemon at the mountpoint, permission denied, ...); \
         3 not local (request --conditional); 4 invalid tag; 5 exceeded maximum in-use size; \
         6 out of space; 7 origin unreachable; 8 resource unavailable (pack missing or corrupt \
         on the origin); 64 usage error.

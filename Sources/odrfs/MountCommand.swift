@@ -12,11 +12,12 @@ struct MountCommand: AsyncParsableCommand {
         commandName: "mount",
         abstract: "Mount a bundle; files are fetched from the origin when first opened.",
         discussion: """
-            The origin is a dist dir made by `odrfs build`: an http(s):// URL (nginx, a CDN,
+            The origin is a dist dir made by `odrfs build`: an http(s):// URL (nginx, a CDN, \
             `odrfs serve`), a local path or a file:// URL.
-            The command returns when the base and initial-install packs are local and the
-            mount is usable; the daemon then runs in the background (logs in the cache
-            directory's odrfs.log) until `odrfs unmount`. Exit status 1 means the mount failed;
+
+            The command returns when the base and initial-install packs are local and the \
+            mount is usable; the daemon then runs in the background (logs in the cache \
+            directory's odrfs.log) until `odrfs unmount`. Exit status 1 means the mount failed; \
             the message says why.
             """
     )
@@ -85,6 +86,8 @@ struct MountCommand: AsyncParsableCommand {
     @OptionGroup var logging: LoggingOptions
 
     @OptionGroup var updates: UpdateOptions
+
+    @OptionGroup var insight: InsightOptions
 
     func validate() throws {
         guard fetchTimeout > 0 else { throw ValidationError("--fetch-timeout must be positive") }
@@ -157,6 +160,7 @@ struct MountCommand: AsyncParsableCommand {
             budget: cacheSize?.value, minimumFree: minFree?.value,
             maximumInUse: maxInUse?.value ?? CacheLimits.defaultMaximumInUse
         )
+        insight.apply(to: &configuration)
         if let configurationFd {
             configuration = try Daemonizer.readConfiguration(from: configurationFd)
         }
@@ -166,6 +170,8 @@ struct MountCommand: AsyncParsableCommand {
         }
         let logger = logging.makeLogger(label: "odrfs.mount")
         let readiness = ReadinessReporter(descriptor: readyFd)
+        // Before the daemon makes its metric handles.
+        let metrics = InsightOptions.bootstrapMetrics(configuration)
         let daemon: MountDaemon
         do {
             daemon = try await MountDaemon.prepare(configuration, logger: logger) { done, total in
@@ -177,6 +183,8 @@ struct MountCommand: AsyncParsableCommand {
             readiness.fail("\(error)")
             throw ExitCode.failure
         }
+        let endpoint = metrics.map { InsightOptions.serveMetrics($0, daemon: daemon, logger: logger) }
+        defer { endpoint?.cancel() }
         let ready = await daemon.run { result in
             switch result {
             case .success: readiness.succeed()

@@ -9,16 +9,20 @@ struct ODRFSCommand: AsyncParsableCommand {
         abstract: "On-Demand Resources for Linux: tagged asset packs served by a FUSE filesystem that fetches on open.",
         discussion: """
             Typical use:
-              odrfs build MyApp.resources -o dist        # split a tagged tree into packs
-              odrfs mount dist /mnt/myapp                 # mount it; files download when opened
-              odrfs status /mnt/myapp                     # see which tags and packs are local
-              odrfs request /mnt/myapp Level1             # fetch a tag ahead of time
+              odrfs build MyApp.resources -o dist   # split a tagged tree into packs
+              odrfs mount dist /mnt/myapp           # files download when opened
+              odrfs status /mnt/myapp               # which tags and packs are local
+              odrfs request /mnt/myapp Level1       # fetch a tag ahead of time
+              odrfs events /mnt/myapp               # follow fetches and evictions
               odrfs unmount /mnt/myapp
+
+            Every subcommand has its own help (odrfs help <subcommand>); the manual page \
+            is docs/odrfs.1 (man odrfs once installed).
             """,
         version: "0.1.0",
         subcommands: [
             BuildCommand.self, ServeCommand.self, MountCommand.self, UnmountCommand.self, StatusCommand.self,
-            RequestCommand.self, PriorityCommand.self, PurgeCommand.self, UpdateCommand.self, KeygenCommand.self, ProbeCommand.self,
+            RequestCommand.self, PriorityCommand.self, PurgeCommand.self, UpdateCommand.self, EventsCommand.self, TraceCommand.self, KeygenCommand.self, ProbeCommand.self,
         ]
     )
 

@@ -6,7 +6,7 @@ import ODRFSControl
 struct PriorityCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "priority",
-        abstract: "Show or set the preservation priority (0…1) of tags; lower is purged first under disk pressure.",
+        abstract: "Show or set the preservation priority (0 to 1) of tags; lower is purged first under disk pressure.",
         discussion: "Without --set, prints one line per tag: TAG PRIORITY. With --set, the daemon persists the value across remounts.\n\n" + ControlExitCode.help
     )
 
@@ -16,7 +16,7 @@ struct PriorityCommand: AsyncParsableCommand {
     @Argument(help: "One or more tags.")
     var tags: [String]
 
-    @Option(name: .long, help: "The new priority, 0…1.")
+    @Option(name: .long, help: "The new priority, 0 to 1.")
     var set: Double?
 
     func validate() throws {

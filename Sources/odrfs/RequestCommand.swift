@@ -13,9 +13,7 @@ struct RequestCommand: AsyncParsableCommand {
             --conditional never downloads: it exits 0 if everything is local and 3 otherwise. \
             Without --hold the retains end when the command exits; with --hold they are kept \
             (state in-use in `odrfs status`) until SIGINT/SIGTERM or the daemon goes away.
-
-
-            """ + ControlExitCode.help
+            """ + "\n\n" + ControlExitCode.help
     )
 
     @Argument(help: "The mountpoint.")
@@ -24,7 +22,7 @@ struct RequestCommand: AsyncParsableCommand {
     @Argument(help: "One or more tags.")
     var tags: [String]
 
-    @Option(name: .long, help: "Loading priority: 'urgent' or 0…1 (default 0.5).")
+    @Option(name: .long, help: "Loading priority: 'urgent' or 0 to 1 (default 0.5).")
     var priority: String = "0.5"
 
     @Flag(name: .long, help: "Never download: succeed only if everything is already local.")

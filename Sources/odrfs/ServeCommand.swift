@@ -11,9 +11,9 @@ struct ServeCommand: AsyncParsableCommand {
         commandName: "serve",
         abstract: "Serve a dist dir over HTTP for `odrfs mount` (Range, ETag, bearer token).",
         discussion: """
-            Serves the files of a dist dir made by `odrfs build`, nothing outside it. Any static
-            HTTP server or CDN can do the same; this one needs no setup. With --token-file, every
-            request must carry `Authorization: Bearer <first line of the file>`. One log line per
+            Serves the files of a dist dir made by `odrfs build`, nothing outside it. Any static \
+            HTTP server or CDN can do the same; this one needs no setup. With --token-file, every \
+            request must carry `Authorization: Bearer <first line of the file>`. One log line per \
             request goes to stderr. SIGINT or SIGTERM stops it after in-flight responses finish.
 
             Example:

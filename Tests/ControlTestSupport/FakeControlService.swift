@@ -28,6 +28,8 @@ public final class FakeControlService: ControlService {
     public let stepDelay: Duration
     public let maximumInUse: Int64
     public let failure: Mutex<ControlError?> = Mutex(nil)
+    /// Events published here go to `watch-events` clients.
+    public let events = MountEvents()
     private let state: Mutex<State>
 
     /// Packs: `base` (local), `Iceland` (local), `Italy`, `Italy+Rome` (shared), `Rome`.
@@ -188,4 +190,9 @@ public final class FakeControlService: ControlService {
         }
         return stream
     }
+
+    public func mountEvents() -> MountEventSubscription? {
+        events.subscribe()
+    }
 }
+

@@ -176,6 +176,23 @@ import TestSupport
         await fixture.stop()
     }
 
+    @Test func mountEventsReachSubscribersAndStopWithThem() async throws {
+        let fixture = try ControlFixture()
+        let mountpoint = fixture.mountpoint
+        // The stream lives only in the task: once `first` returns, nothing holds it.
+        let first = Task { try await BundleResourceRequest.mountEvents(mountpoint: mountpoint).first { $0.event == .evicted } }
+        #expect(await eventually { fixture.service.events.isObserved })
+        fixture.service.events.publish(MountEvent(event: .retained, pack: "Italy", tags: ["Italy"], bytes: 2_000))
+        var evicted = MountEvent(event: .evicted, pack: "Rome", tags: ["Rome"], bytes: 300)
+        evicted.reason = MountEvent.EvictionReason.minFree.rawValue
+        fixture.service.events.publish(evicted)
+        let received = try await first.value
+        #expect(received?.pack == "Rome" && received?.reason == "min-free")
+        // The consumer stopped iterating: the daemon's subscription ends.
+        #expect(await eventually { !fixture.service.events.isObserved })
+        await fixture.stop()
+    }
+
     @Test func requestsOfAProcessShareOneConnection() async throws {
         let fixture = try ControlFixture()
         let requests = ["Iceland", "Italy", "Rome"].map { BundleResourceRequest(tags: [$0], mountpoint: fixture.mountpoint) }

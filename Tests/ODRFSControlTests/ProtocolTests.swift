@@ -13,7 +13,7 @@ import Testing
             .status, .request(tags: ["Italy", "Rome"], loadingPriority: .urgent, conditional: false),
             .request(tags: ["Iceland"], loadingPriority: .value(0.25), conditional: true), .end(request: 3),
             .priorityGet(tags: ["Italy"]), .prioritySet(tags: ["Italy"], value: 0.75), .purge(tags: nil),
-            .purge(tags: ["Rome"]), .cancel(request: 9), .watchDisk,
+            .purge(tags: ["Rome"]), .cancel(request: 9), .watchDisk, .watchEvents, .trace(sessions: 1), .trace(sessions: 7),
         ]
         for (offset, operation) in operations.enumerated() {
             let request = ControlRequest(id: offset, operation: operation)
@@ -21,6 +21,14 @@ import Testing
             #expect(!line.contains(UInt8(ascii: "\n")))
             #expect(String(decoding: line, as: UTF8.self).contains("\"v\":1"))
             #expect(try decode(String(decoding: line, as: UTF8.self)).get() == request)
+        }
+    }
+
+    @Test func traceSessionsAreBounded() throws {
+        #expect(try decode(#"{"v":1,"id":1,"op":"trace"}"#).get().operation == .trace(sessions: 1))
+        for bad in ["0", "-1", "1001", "1e9"] {
+            let failure = try #require(decode(#"{"v":1,"id":2,"op":"trace","sessions":\#(bad)}"#).failureValue, "sessions \(bad) accepted")
+            #expect(failure.error.code == .badRequest)
         }
     }
 
@@ -138,5 +146,13 @@ import Testing
         #expect(table.contains("downloading(40%)"))
         #expect(table.split(separator: "\n").contains { $0.hasPrefix("Italy ") && $0.contains("in-use") && $0.contains("Italy,Italy+Rome") })
         #expect(table.contains("total: 2/3 packs local, 6/16 bytes local, 5 bytes in use"))
+    }
+}
+
+extension Result {
+    /// The error, if this is a failure.
+    fileprivate var failureValue: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
     }
 }

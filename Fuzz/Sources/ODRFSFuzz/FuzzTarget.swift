@@ -23,6 +23,8 @@ enum FuzzTarget: String, CaseIterable, Sendable {
     case signature
     /// A compressed pack's frame table and one frame through the zstd decoder wrapper.
     case frames
+    /// An access trace (`odrfs trace` output), as `odrfs build --prefetch-from` reads it.
+    case trace
 
     /// The target named by ODRFS_FUZZ_TARGET; the process exits with a usage message if none.
     static let selected: FuzzTarget = {
@@ -45,6 +47,7 @@ enum FuzzTarget: String, CaseIterable, Sendable {
         case .tagspec: TagSpecTarget.run(String(decoding: bytes, as: UTF8.self))
         case .signature: SignatureTarget.run(bytes)
         case .frames: FramesTarget.run(bytes)
+        case .trace: TraceTarget.run(Data(bytes))
         }
     }
 }

@@ -14,6 +14,7 @@ enum InitialInstall {
                 packs.append(pack)
             }
         }
+        for pack in packs { manager.noteAccess(pack, cause: .initialInstall) }
         let total = manager.progress(of: packs).total
         let observation = manager.observeProgress(of: packs) { done, total in progress(done, total) }
         defer { observation.cancel() }

@@ -33,6 +33,11 @@ public struct MountConfiguration: Sendable, Codable {
     public var schedule = SchedulerSettings()
     /// `--update-interval` and `--update-policy`.
     public var updates = UpdateSettings()
+    /// `--learn-prefetch`: prefetch in the order earlier sessions on this machine first
+    /// needed packs, after initial-install and before the manifest's prefetch list.
+    public var learnPrefetch = false
+    /// `--metrics ADDR:PORT`: where to serve Prometheus metrics; nil for nowhere.
+    public var metricsAddress: String?
 
     public init(origin: String, mountpoint: String, cacheDirectory: String? = nil, fuseOptions: [String] = []) {
         self.origin = origin

@@ -26,7 +26,7 @@ extension MountDaemon {
                       successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup),
                 .init(service: ControlSocketService(server: control)),
                 .init(service: MaintenanceService(revisions: revisions)),
-                .init(service: PrefetchService(manager: manager, logger: logger, delay: prefetchDelay), successTerminationBehavior: .ignore),
+                .init(service: PrefetchService(manager: manager, logger: logger, delay: prefetchDelay, learn: learnPrefetch), successTerminationBehavior: .ignore),
                 .init(service: OriginProbeService(origin: origin, manifestLimit: manifestLimit, logger: logger),
                       successTerminationBehavior: .ignore),
             ] + watchers,

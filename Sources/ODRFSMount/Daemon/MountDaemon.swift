@@ -32,9 +32,13 @@ public final class MountDaemon: Sendable {
     /// `--prefetch-delay`.
     let prefetchDelay: Duration?
 
+    /// `--learn-prefetch`: prefetch this machine's past order first.
+    let learnPrefetch: Bool
+
     private init(mountpoint: String, origin: any Origin, revisions: MountRevisions, session: FUSESession,
                  updater: BundleUpdater, updateSettings: UpdateSettings,
-                 manifestLimit: ByteCount, prefetchDelay: Duration?, logger: Logger) {
+                 manifestLimit: ByteCount, prefetchDelay: Duration?, learnPrefetch: Bool, logger: Logger) {
+        self.learnPrefetch = learnPrefetch
         self.mountpoint = mountpoint
         self.manifestLimit = manifestLimit
         self.prefetchDelay = prefetchDelay
@@ -111,6 +115,7 @@ public final class MountDaemon: Sendable {
         return MountDaemon(mountpoint: mountpoint, origin: origin, revisions: revisions, session: session, updater: updater,
                            updateSettings: configuration.updates,
                            manifestLimit: configuration.manifestLimit, prefetchDelay: configuration.schedule.prefetchDelay,
+                           learnPrefetch: configuration.learnPrefetch,
                            logger: logger)
     }
 

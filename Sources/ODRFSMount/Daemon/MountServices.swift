@@ -107,41 +107,52 @@ struct MaintenanceService: Service {
 }
 
 /// Prefetch tags, in the manifest's order, at the lowest priority, after the mount is
-/// ready. Ends when done; stops (with a log line) rather than evict other packs to make room.
+/// ready — with `--learn-prefetch`, first the packs this machine's earlier sessions needed,
+/// in that order. Ends when done; stops (with a log line) rather than evict other packs
+/// to make room.
 struct PrefetchService: Service {
     let manager: ResourceManager
     let logger: Logger
     /// `--prefetch-delay`: no open may have waited for this long before prefetch starts.
     var delay: Duration?
+    /// `--learn-prefetch`: this machine's past first-need order goes first.
+    var learn = false
 
     func run() async {
         await cancelWhenGracefulShutdown {
             if let delay { await manager.waitForQuiet(delay) }
-            await Self.prefetch(manager: manager, logger: logger)
+            let learned = learn ? await manager.learnedPrefetchOrder() : []
+            if learn {
+                logger.info("prefetch order learned from earlier sessions", metadata: ["packs": "\(learned.map { manager.manifest.pack($0).id.rawValue })"])
+            }
+            await Self.prefetch(manager: manager, logger: logger, first: learned)
         }
     }
 
-    static func prefetch(manager: ResourceManager, logger: Logger) async {
+    static func prefetch(manager: ResourceManager, logger: Logger, first learned: [PackNumber] = []) async {
         let manifest = manager.manifest
         var seen: Set<PackNumber> = []
+        var order: [(pack: PackNumber, tag: String)] = learned.map { ($0, "learned") }
         for tag in manifest.prefetch {
-            for pack in manifest.packs(for: tag) where seen.insert(pack).inserted {
-                if Task.isCancelled { return }
-                // Offline: wait for the origin rather than fail every remaining pack now.
-                await OriginProbeService.waitUntilOnline(manager.downloader.origin)
-                if let budget = manager.limits.budget {
-                    let cache = manager.cacheStatus()
-                    if cache.cachedBytes + cache.reservedBytes + manifest.pack(pack).bytes.value > budget.value,
-                       manager.state(of: pack) == .notDownloaded {
-                        logger.notice("prefetch stopped: the cache budget is reached", metadata: ["pack.id": "\(manifest.pack(pack).id)"])
-                        return
-                    }
+            order += manifest.packs(for: tag).map { ($0, tag.name) }
+        }
+        for (pack, tag) in order where seen.insert(pack).inserted {
+            if Task.isCancelled { return }
+            // Offline: wait for the origin rather than fail every remaining pack now.
+            await OriginProbeService.waitUntilOnline(manager.downloader.origin)
+            if let budget = manager.limits.budget {
+                let cache = manager.cacheStatus()
+                if cache.cachedBytes + cache.reservedBytes + manifest.pack(pack).bytes.value > budget.value,
+                   manager.state(of: pack) == .notDownloaded {
+                    logger.notice("prefetch stopped: the cache budget is reached", metadata: ["pack.id": "\(manifest.pack(pack).id)"])
+                    return
                 }
-                do {
-                    try await manager.makeLocal(pack, priority: .prefetch)
-                } catch {
-                    logger.warning("prefetch of a pack failed", metadata: ["pack.id": "\(manifest.pack(pack).id)", "tag": "\(tag)", "error": "\(error)"])
-                }
+            }
+            manager.noteAccess(pack, cause: .prefetch)
+            do {
+                try await manager.makeLocal(pack, priority: .prefetch)
+            } catch {
+                logger.warning("prefetch of a pack failed", metadata: ["pack.id": "\(manifest.pack(pack).id)", "tag": "\(tag)", "error": "\(error)"])
             }
         }
     }

@@ -18,6 +18,7 @@ extension BundleFileSystem {
         case .statusFile:
             openStatusFile(request: request)
         case .entry(let number):
+            let started = ContinuousClock.now
             guard let entry = index.entry(number) else {
                 request.replyError(.noSuchFileOrDirectory)
                 return
@@ -34,11 +35,13 @@ extension BundleFileSystem {
             // This file's first bytes, not the whole pack: its first 128 KiB (or all of it
             // if smaller) verified is enough to start reading.
             let prefix = extent.offset + min(extent.size, Self.progressiveOpenBytes)
+            manager.noteAccess(pack, cause: .open, file: index.path(of: number))
             if let reader = manager.openReaderIfReady(pack, prefix: prefix) {
                 request.replyOpen(handle: readers.insert(reader, extent: extent), options: Self.fileOpenOptions)
+                manager.metrics.recordOpen(warm: true, since: started)
                 return
             }
-            openWhenVerified(pack, prefix: prefix, file: number, extent: extent, request: request.detach())
+            openWhenVerified(pack, prefix: prefix, file: number, extent: extent, started: started, request: request.detach())
         }
     }
 
@@ -48,12 +51,14 @@ extension BundleFileSystem {
     /// The slow path of open(): answered by the resource manager's callback once the
     /// file's first bytes are verified (the rest of the pack may still be streaming in),
     /// on whichever thread verified them; an interrupt answers EINTR from its own path.
-    private func openWhenVerified(_ pack: PackNumber, prefix: Int64, file: EntryNumber, extent: PackExtent, request: DeferredRequest) {
+    private func openWhenVerified(_ pack: PackNumber, prefix: Int64, file: EntryNumber, extent: PackExtent, started: ContinuousClock.Instant,
+                                  request: DeferredRequest) {
         let waiter = VerifiedFile.makeWaiterID()
         manager.openReader(pack, prefix: prefix, waiter: waiter) { [manager, logger, readers, index] result in
             switch result {
             case .success(let reader):
                 request.replyOpen(handle: readers.insert(reader, extent: extent), options: Self.fileOpenOptions)
+                manager.metrics.recordOpen(warm: false, since: started)
             case .failure(let error):
                 let errno = Errno(mapping: error)
                 if error.kind != .cancelled {

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ODRFSControl
 import ODRFSCore
 import ODRFSFetch
 import ODRFSRuntime
@@ -211,7 +212,12 @@ final class DownloadCoordinator: Sendable {
                 }
                 defer { queue.release(ticket) }
                 try await io.run { () throws(FetchError) in try self.purger.makeRoom(for: pack) }
+                table.events.publish(MountEvent(.fetchStarted, descriptor, bytes: descriptor.bytes.value))
+                let firstByte = FirstByteClock()
                 try await downloader.fetch(descriptor, pacing: pacing(for: pack)) { progress in
+                    if let elapsed = firstByte.elapsedOnFirstCall() {
+                        self.table.metrics.recordRoundTrip(origin: self.downloader.origin.displayName, elapsed)
+                    }
                     self.advance(pack, to: progress)
                 }
                 result = .success(())
@@ -232,8 +238,10 @@ final class DownloadCoordinator: Sendable {
         let index = Int(pack.rawValue)
         let now = table.clock()
         var crossedInUse = false
+        var fetched: (bytes: Int64, cause: MountMetrics.Cause)?
         let ready = table.withState { state -> [Waiter] in
             guard state.slots[index].download != nil else { return [] }
+            fetched = (progress.received.value - state.slots[index].download!.bytesDone, MountMetrics.Cause(state.slots[index].download!.priority))
             state.slots[index].download!.bytesDone = progress.received.value
             state.slots[index].download!.file = progress.file
             guard progress.verified.value > state.slots[index].download!.verifiedBytes else { return [] }
@@ -249,8 +257,10 @@ final class DownloadCoordinator: Sendable {
             return ready
         }
         if crossedInUse { reportInUseLimitCrossed(pack) }
+        if let fetched { table.metrics.recordFetched(fetched.bytes, cause: fetched.cause) }
         for waiter in ready { waiter.resume(.success(progress.file)) }
         observers.changed(pack)
+        table.events.publish(.fetchProgress(table.manifest.pack(pack), received: progress.received.value))
     }
 
     private func finishDownload(_ pack: PackNumber, result: Result<Void, FetchError>, duration: Duration) {
@@ -302,6 +312,7 @@ final class DownloadCoordinator: Sendable {
                 "waiters": "\(waiters.count)", "duration": "\(duration)",
             ])
             for waiter in waiters { waiter.resume(.success(file)) }
+            table.events.publish(MountEvent(.fetchFinished, descriptor, bytes: descriptor.bytes.value))
             // The new pack may have pushed the cache over its limits.
             purger.wake(.afterDownload)
         case .failure(let error):
@@ -312,6 +323,8 @@ final class DownloadCoordinator: Sendable {
             logger.log(level: error.kind == .unreachable ? .debug : .error, "pack fetch failed",
                        metadata: ["pack.id": "\(descriptor.id)", "error": "\(error)", "waiters": "\(waiters.count)"])
             for waiter in waiters { waiter.resume(.failure(error)) }
+            table.events.publish(.fetchFailed(descriptor, error))
+            if error.kind != .cancelled { table.metrics.recordFetchError(error.kind) }
         }
     }
 }

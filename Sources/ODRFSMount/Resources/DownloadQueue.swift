@@ -46,6 +46,11 @@ final class DownloadQueue: Sendable {
         self.maximumConcurrent = max(1, maximumConcurrent)
     }
 
+    /// Downloads holding a slot and downloads waiting for one (for metrics).
+    var occupancy: (running: Int, waiting: Int) {
+        state.withLock { ($0.running, $0.waiting.count) }
+    }
+
     func makeTicket() -> UInt64 {
         state.withLock { state in
             state.nextID += 1

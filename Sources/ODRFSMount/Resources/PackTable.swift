@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ODRFSControl
 import ODRFSCore
 import ODRFSStore
 import Synchronization
@@ -52,13 +53,19 @@ final class PackTable: Sendable {
     let manifest: Manifest
     let limits: CacheLimits
     let clock: @Sendable () -> Date
+    /// Where retains and releases are announced (its lock is a leaf, taken under ours).
+    let events: MountEvents
+    /// Where the table's owners count opens, bytes, errors and evictions.
+    let metrics: MountMetrics
     private let state: Mutex<State>
 
     /// Starts from what the cache holds: `verified` by content hash (this version's packs
     /// become local slots, the rest orphans) and the persisted priority overrides.
     init(manifest: Manifest, limits: CacheLimits, clock: @escaping @Sendable () -> Date,
-         verified: [String: CachedPack], priorityOverrides: [Tag: Double]) {
+         verified: [String: CachedPack], priorityOverrides: [Tag: Double], events: MountEvents = MountEvents(), metrics: MountMetrics = MountMetrics()) {
         self.manifest = manifest
+        self.events = events
+        self.metrics = metrics
         self.limits = limits
         self.clock = clock
         var orphans = verified
@@ -99,6 +106,7 @@ final class PackTable: Sendable {
             let bytes = manifest.packs[index].bytes.value
             state.inUseBytes += bytes
             crossed = state.inUseBytes > limits.maximumInUse.value && state.inUseBytes - bytes <= limits.maximumInUse.value
+            events.publish(MountEvent(.retained, manifest.packs[index], bytes: bytes))
         }
         state.slots[index].retainCount += 1
         state.slots[index].lastAccess = now.cacheIndexPrecision
@@ -112,7 +120,10 @@ final class PackTable: Sendable {
             let index = Int(pack.rawValue)
             guard state.slots[index].retainCount > 0 else { return .underflow }
             state.slots[index].retainCount -= 1
-            if state.slots[index].retainCount == 0 { state.inUseBytes -= manifest.packs[index].bytes.value }
+            if state.slots[index].retainCount == 0 {
+                state.inUseBytes -= manifest.packs[index].bytes.value
+                events.publish(MountEvent(.released, manifest.packs[index], bytes: manifest.packs[index].bytes.value))
+            }
             return .released(nowUnretained: state.slots[index].retainCount == 0)
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ODRFSControl
 import ODRFSCore
 import ODRFSFetch
 import ODRFSStore
@@ -114,18 +115,19 @@ final class Purger: Sendable {
 
     /// Chooses victims with `EvictionPlanner` and deletes them. Returns bytes freed.
     func evict(freeing needed: Int64, reason: PurgeReason, matching: (PackNumber) -> Bool) -> Int64 {
-        let victims = table.withState { state -> [Victim] in
+        let (victims, overBudget) = table.withState { state -> ([Victim], Bool) in
+            let overBudget = table.limits.isOverBudget(cached: state.cachedBytes, reserved: state.reservedBytes)
             let plan = EvictionPlanner.plan(freeing: needed, from: candidates(state, matching: matching))
-            return plan.map { take($0.key, from: &state) }
+            return (plan.map { take($0.key, from: &state) }, overBudget)
         }
-        return delete(victims, reason: reason).reduce(0) { $0 + $1.bytes }
+        return delete(victims, reason: reason, reported: reason.evictionReason(overBudget: overBudget)).reduce(0) { $0 + $1.bytes }
     }
 
     private func evictAll(reason: PurgeReason, matching: (PackNumber) -> Bool) -> [(id: String, bytes: Int64)] {
         let victims = table.withState { state -> [Victim] in
             candidates(state, matching: matching).filter { $0.priority >= 0 }.map { take($0.key, from: &state) }
         }
-        return delete(victims, reason: reason)
+        return delete(victims, reason: reason, reported: reason.evictionReason(overBudget: false))
     }
 
     struct Victim {
@@ -171,7 +173,7 @@ final class Purger: Sendable {
     }
 
     /// Blocking (SQLite, unlink): runs on the I/O executor, outside the lock.
-    private func delete(_ victims: [Victim], reason: PurgeReason) -> [(id: String, bytes: Int64)] {
+    private func delete(_ victims: [Victim], reason: PurgeReason, reported: MountEvent.EvictionReason) -> [(id: String, bytes: Int64)] {
         guard !victims.isEmpty else { return [] }
         defer { store.emptyTrash() }
         for victim in victims {
@@ -186,7 +188,25 @@ final class Purger: Sendable {
                 "pack.id": "\(victim.id)", "pack.bytes": "\(victim.bytes)", "reason": "\(reason)",
                 "pack.priority": "\(victim.priority)", "pack.lastAccess": "\(victim.lastAccess.map { "\($0)" } ?? "never")",
             ])
+            table.events.publish(evictedEvent(victim, reported))
+            table.metrics.recordEviction(reported)
         }
         return victims.map { ($0.id, $0.bytes) }
+    }
+
+    /// The `evicted` event for `victim`: why, and the rule of the eviction order that chose it.
+    private func evictedEvent(_ victim: Victim, _ reason: MountEvent.EvictionReason) -> MountEvent {
+        let descriptor = table.manifest.packs.first { $0.sha256.hex == victim.sha256 }
+        var event = MountEvent(event: .evicted, pack: victim.id, tags: descriptor?.tags.map(\.name) ?? [], bytes: victim.bytes)
+        event.reason = reason.rawValue
+        if reason == .manual {
+            event.rule = "purge request"
+        } else if victim.priority < 0 {
+            event.rule = "older bundle version first"
+        } else {
+            let access = victim.lastAccess.map { $0.formatted(.iso8601) } ?? "never"
+            event.rule = "lowest preservation priority first (\(victim.priority)), then least recently used (last access \(access))"
+        }
+        return event
     }
 }

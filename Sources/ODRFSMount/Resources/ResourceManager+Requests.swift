@@ -45,6 +45,7 @@ extension ResourceManager {
     /// is refused when it would exceed `--max-in-use`. Balance with `endAccessing`.
     public func beginAccessing(_ tags: [Tag], priority: DownloadPriority = .request(0.5)) async throws(ResourceRequestError) -> [PackNumber] {
         let packs = try packs(for: tags)
+        for pack in packs { noteAccess(pack, cause: .request) }
         let (newBytes, inUse) = table.withState { state -> (Int64, Int64) in
             let newBytes = packs.filter { state.slots[Int($0.rawValue)].retainCount == 0 }
                 .reduce(Int64(0)) { $0 + manifest.pack($1).bytes.value }

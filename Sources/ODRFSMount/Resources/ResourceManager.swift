@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ODRFSControl
 import ODRFSCore
 import ODRFSFetch
 import ODRFSRuntime
@@ -38,6 +39,11 @@ public final class ResourceManager: Sendable {
     let progressObservers: ProgressObservers
     /// The last update check's outcome, for status (see `BundleUpdater`).
     let updateCheck = UpdateCheckRecord()
+    /// This session's first need of each pack (`odrfs trace`).
+    let recorder: AccessRecorder
+    /// `--max-background-rate` and `--prefetch-delay`, kept so that an update's manager
+    /// schedules like this one.
+    let schedule: SchedulerSettings
 
     /// Reconciles the cache with the index, then starts with what is verified on disk.
     /// Blocking (it may hash cached files): call it on the I/O executor.
@@ -51,7 +57,8 @@ public final class ResourceManager: Sendable {
         clock: @escaping @Sendable () -> Date = Date.init,
         availableBytes: (@Sendable () -> Int64?)? = nil,
         io: IOExecutor = .cache,
-        schedule: SchedulerSettings = SchedulerSettings()
+        schedule: SchedulerSettings = SchedulerSettings(),
+        events: MountEvents = MountEvents()
     ) throws(StoreError) {
         self.manifest = manifest
         self.limits = limits
@@ -59,15 +66,22 @@ public final class ResourceManager: Sendable {
         self.downloader = downloader
         self.logger = logger
         self.io = io
+        self.schedule = schedule
         let report = try store.reconcile(expected: manifest.packs, chunkSize: manifest.chunkSize, now: clock())
         let overrides = try store.index.priorityOverrides()
-        table = PackTable(manifest: manifest, limits: limits, clock: clock, verified: report.packs, priorityOverrides: overrides)
+        table = PackTable(manifest: manifest, limits: limits, clock: clock, verified: report.packs, priorityOverrides: overrides, events: events)
         purger = Purger(table: table, store: store, logger: logger, availableBytes: availableBytes ?? { [store] in store.availableBytes() })
         progressObservers = ProgressObservers()
+        recorder = AccessRecorder(manifest: manifest, store: store, io: io, logger: logger, now: clock())
         coordinator = DownloadCoordinator(table: table, downloader: downloader, purger: purger,
                                           maximumConcurrent: maximumConcurrentDownloads, observers: progressObservers,
                                           io: io, logger: logger, schedule: schedule)
     }
+
+    /// Fetches, evictions, retains and releases as they happen (`odrfs events`).
+    public var events: MountEvents { table.events }
+    /// Opens, fetched bytes, errors and evictions, through swift-metrics.
+    public var metrics: MountMetrics { table.metrics }
 
     // MARK: Access
 

@@ -111,7 +111,8 @@ extension BundleUpdater {
                 old.saveAccesses()
                 old.savePriorities()
                 return try ResourceManager(manifest: manifest, store: old.store, downloader: downloader, limits: limits,
-                                           maximumConcurrentDownloads: downloads, logger: logger, io: io)
+                                           maximumConcurrentDownloads: downloads, logger: logger, io: io,
+                                           schedule: old.schedule, events: old.events)
             }
         } catch {
             throw ControlError(.internalError, "cannot read the cache index for revision \(manifest.revision): \(error)")

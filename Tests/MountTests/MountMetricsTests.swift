@@ -1,0 +1,78 @@
+import Foundation
+import ODRFSCore
+import TestSupport
+import Testing
+
+/// `odrfs mount --metrics`: the endpoint parses as Prometheus text and its figures match
+/// what the test did.
+@Suite("Mount metrics", .serialized, .timingSensitive, .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
+struct MountMetricsTests {
+    /// One sample line of the text format: `name{label="value",…} number`.
+    private static var sample: Regex<(Substring, Substring, Substring?, Substring)> {
+        /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (-?[0-9.e+-]+|\+Inf|-Inf|NaN)$/
+    }
+
+    /// Scrapes `url` with python3 (installed by setup.sh) and parses every line strictly.
+    private func scrape(_ url: String) async throws -> [String: Double] {
+        let script = "import sys, urllib.request; r = urllib.request.urlopen(sys.argv[1], timeout=10); "
+            + "sys.stdout.write(r.headers.get('Content-Type', '') + '\\n' + r.read().decode())"
+        let result = try await Command.run("/usr/bin/env", ["python3", "-c", script, url], timeout: .seconds(20))
+        try #require(result.status == 0, "scrape failed: \(result.stderr)")
+        var lines = result.output.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        #expect(lines.removeFirst().hasPrefix("text/plain; version=0.0.4"))
+        var samples: [String: Double] = [:]
+        for line in lines where !line.isEmpty {
+            if line.hasPrefix("# TYPE ") || line.hasPrefix("# HELP ") { continue }
+            let match = try #require(line.wholeMatch(of: Self.sample), "not Prometheus text: \(line)")
+            samples[String(match.1) + String(match.2 ?? "")] = Double(match.3) ?? .nan
+        }
+        return samples
+    }
+
+    @Test("counters, histograms and gauges match a scripted session")
+    func metricsMatchTheSession() async throws {
+        let fixture = try MountFixture()
+        try MountCacheTests.writeLevels(to: fixture.source)
+        #expect(try await fixture.odrfs(["build", fixture.source, "-o", fixture.dist]).status == 0)
+        let manifest = try fixture.manifest
+        let bytes = { (id: String) in manifest.packs.first { $0.id.rawValue == id }!.bytes.value }
+        let port = Int.random(in: 20_000..<60_000)
+        try await fixture.mount(extra: ["--metrics", "127.0.0.1:\(port)", "--cache-size", "10M"])
+        #expect(await eventually { fixture.log.contains("serving metrics") || fixture.log.contains("cannot serve metrics") })
+        try #require(!fixture.log.contains("cannot serve metrics"), "port \(port) taken: \(fixture.log)")
+
+        try await MountCacheTests().read(fixture, level: 1)   // cold, then warm
+        try await MountCacheTests().read(fixture, level: 2)   // cold, then warm
+        try await MountCacheTests().read(fixture, level: 1)   // warm twice
+        #expect(try await fixture.odrfs(["request", fixture.mountpoint, "Level3"]).status == 0)
+        // A pack missing on the origin: one not-found error.
+        try FileManager.default.removeItem(atPath: fixture.dist + "/" + manifest.packs.first { $0.id.rawValue == "Level4" }!.file)
+        let missing = try await Command.run("/bin/cat", [fixture.mountpoint + "/level4/part0.bin"])
+        #expect(missing.status != 0)
+        let purge = try await fixture.odrfs(["purge", fixture.mountpoint, "--all"])
+        #expect(purge.status == 0, "\(purge.stderr)")
+
+        let metrics = try await scrape("http://127.0.0.1:\(port)/metrics")
+        #expect(metrics[#"odrfs_fetched_bytes_total{cause="open"}"#] == Double(bytes("base") + bytes("Level1") + bytes("Level2")), "\(metrics)")
+        #expect(metrics[#"odrfs_fetched_bytes_total{cause="request"}"#] == Double(bytes("Level3")))
+        #expect(metrics[#"odrfs_fetched_bytes_total{cause="prefetch"}"#] ?? 0 == 0)
+        #expect(metrics[#"odrfs_open_seconds_count{cache="cold"}"#] == 2)
+        #expect(metrics[#"odrfs_open_seconds_count{cache="warm"}"#] == 4)
+        #expect((metrics[#"odrfs_open_seconds_sum{cache="cold"}"#] ?? 0) > 0)
+        #expect(metrics[#"odrfs_open_seconds_bucket{cache="warm",le="+Inf"}"#] == 4)
+        // Every failed download counts: the open retries a missing pack once, so two.
+        let failedDownloads = fixture.log.components(separatedBy: "pack fetch failed").count - 1
+        #expect(failedDownloads >= 1)
+        #expect(metrics[#"odrfs_fetch_errors_total{kind="not-found"}"#] == Double(failedDownloads))
+        #expect(metrics[#"odrfs_evictions_total{reason="manual"}"#] == 3)
+        #expect(metrics[#"odrfs_evictions_total{reason="cache-size"}"#] ?? 0 == 0)
+        #expect(metrics["odrfs_downloads_in_flight"] == 0)
+        #expect(metrics["odrfs_downloads_queued"] == 0)
+        #expect(metrics["odrfs_cache_bytes"] == Double(bytes("base")))
+        #expect(metrics["odrfs_cache_budget_bytes"] == Double(10 * 1024 * 1024))
+        #expect((metrics["odrfs_disk_free_bytes"] ?? 0) > 0)
+        #expect(metrics["odrfs_retained_packs"] == 0)
+        let rtt = metrics.filter { $0.key.hasPrefix("odrfs_origin_rtt_seconds{origin=") }
+        #expect(rtt.count == 1 && rtt.values.allSatisfy { $0 > 0 && $0 < 10 }, "\(rtt)")
+    }
+}
