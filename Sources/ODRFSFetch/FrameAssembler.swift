@@ -17,8 +17,11 @@ struct FrameAssembler {
     private(set) var nextChunk = 0
     private var pending: [UInt8] = []
 
-    init(table: FrameTable) {
+    /// An assembler for the stream from the first byte of `chunk`'s frame on (a download
+    /// that resumes after the frames before it were verified).
+    init(table: FrameTable, startingAt chunk: Int = 0) {
         self.table = table
+        self.nextChunk = min(max(0, chunk), table.count)
     }
 
     /// Every frame has arrived.

@@ -36,45 +36,71 @@ extension PackDownloader {
         var received: Int64 = 0
         var verified: Int64 = 0
         var reported: Int64?
+        // Frames decoded, verified and written: where a download resumes after bad bytes.
+        var writtenChunks = 0
+        var restarts = 0
         do throws(FetchError) {
-            try await origin.download(pack.file, expectedBytes: ByteCount(table.compressedBytes)) { (bytes: ByteBuffer) async throws(FetchError) in
-                if let pacing { try await pacing(bytes.readableBytes) }
-                received += Int64(bytes.readableBytes)
-                wire.add(Int64(bytes.readableBytes))
-                let frames = try assembler.append(bytes)
-                for frame in frames {
-                    let content = try await FrameDecoder.executor.run { () throws(FetchError) -> [UInt8] in
-                        try decoder.decode(frame)
-                    }
-                    let range = table.uncompressedRange(ofChunk: frame.chunk)
-                    // As for a plain tar: a trailing partial chunk is released to readers
-                    // only when the pack is published, so a reader that got its bytes sees
-                    // the pack local (the caller marks the file complete then).
-                    verified = range.count == table.chunkSize ? range.upperBound : verified
-                    let (done, proven, onWire) = (range.upperBound, verified, received)
-                    reported = done
-                    try await io.run { () throws(FetchError) in
-                        var failure: StoreError?
-                        content.withUnsafeBytes { buffer in
-                            do throws(StoreError) { try file.write(buffer) } catch { failure = error }
+            attempts: while true {
+                do throws(FetchError) {
+                    try await origin.download(pack.file, from: assembler.offset, expectedBytes: ByteCount(table.compressedBytes)) { (bytes: ByteBuffer) async throws(FetchError) in
+                        if let pacing { try await pacing(bytes.readableBytes) }
+                        received += Int64(bytes.readableBytes)
+                        wire.add(Int64(bytes.readableBytes))
+                        let frames = try assembler.append(bytes)
+                        for frame in frames {
+                            let content = try await FrameDecoder.executor.run { () throws(FetchError) -> [UInt8] in
+                                try decoder.decode(frame)
+                            }
+                            let range = table.uncompressedRange(ofChunk: frame.chunk)
+                            // As for a plain tar: a trailing partial chunk is released to readers
+                            // only when the pack is published, so a reader that got its bytes sees
+                            // the pack local (the caller marks the file complete then).
+                            verified = range.count == table.chunkSize ? range.upperBound : verified
+                            let (done, proven, onWire) = (range.upperBound, verified, received)
+                            reported = done
+                            try await io.run { () throws(FetchError) in
+                                var failure: StoreError?
+                                content.withUnsafeBytes { buffer in
+                                    do throws(StoreError) { try file.write(buffer) } catch { failure = error }
+                                }
+                                if let failure { throw Self.localError(failure) }
+                                readable.advance(to: proven)
+                                progress(Progress(received: ByteCount(done), verified: ByteCount(proven), file: readable,
+                                                  wireBytes: ByteCount(onWire)))
+                            }
+                            writtenChunks = frame.chunk + 1
                         }
-                        if let failure { throw Self.localError(failure) }
-                        readable.advance(to: proven)
-                        progress(Progress(received: ByteCount(done), verified: ByteCount(proven), file: readable,
-                                          wireBytes: ByteCount(onWire)))
+                        // Between frames, progress in uncompressed units is estimated from the share
+                        // of the current frame received (status, progress bars): reported on the
+                        // first bytes and then at most every quarter chunk; nothing is released.
+                        let estimate = assembler.estimatedUncompressedOffset
+                        if frames.isEmpty, reported.map({ estimate - $0 >= table.chunkSize / 4 }) ?? true {
+                            reported = estimate
+                            let (proven, onWire) = (verified, received)
+                            await io.run {
+                                progress(Progress(received: ByteCount(estimate), verified: ByteCount(proven), file: readable,
+                                                  wireBytes: ByteCount(onWire)))
+                            }
+                        }
                     }
-                }
-                // Between frames, progress in uncompressed units is estimated from the share
-                // of the current frame received (status, progress bars): reported on the
-                // first bytes and then at most every quarter chunk; nothing is released.
-                let estimate = assembler.estimatedUncompressedOffset
-                if frames.isEmpty, reported.map({ estimate - $0 >= table.chunkSize / 4 }) ?? true {
-                    reported = estimate
-                    let (proven, onWire) = (verified, received)
-                    await io.run {
-                        progress(Progress(received: ByteCount(estimate), verified: ByteCount(proven), file: readable,
-                                          wireBytes: ByteCount(onWire)))
+                    break attempts
+                } catch {
+                    // A server sent a frame that does not decode or verify: another server
+                    // (a mirror) may have the right one. Keep the frames already written and
+                    // fetch the rest there, from the first frame not written.
+                    guard error.kind == .corrupt, restarts < Self.maximumRestarts, origin.hasAlternative(for: pack.file) else {
+                        throw error
                     }
+                    restarts += 1
+                    let resume = writtenChunks < table.count ? table.uncompressedRange(ofChunk: writtenChunks).lowerBound : table.uncompressedBytes
+                    try await io.run { () throws(FetchError) in
+                        do throws(StoreError) { try file.truncate(to: resume) } catch { throw Self.localError(error) }
+                    }
+                    assembler = FrameAssembler(table: table, startingAt: writtenChunks)
+                    reported = nil
+                    logger.notice("resuming the compressed pack from another server after bad bytes", metadata: [
+                        "pack.id": "\(pack.id)", "fetch.frame": "\(writtenChunks)", "restart": "\(restarts)",
+                    ])
                 }
             }
             guard assembler.isComplete else {

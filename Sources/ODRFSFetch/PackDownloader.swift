@@ -18,7 +18,7 @@ public struct PackDownloader: Sendable {
     public let chunkSize: ByteCount
     /// Where writes, fsyncs and publication run (never on the cooperative pool).
     public let io: IOExecutor
-    private let logger: Logger
+    let logger: Logger
     /// Bytes of packs received from the origin, as they travelled (compressed or not).
     public let wire = WireByteCounter()
 

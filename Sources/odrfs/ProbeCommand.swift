@@ -13,13 +13,15 @@ struct ProbeCommand: AsyncParsableCommand {
         commandName: "probe",
         abstract: "Check that an origin (and each of its mirrors) serves a mountable bundle.",
         discussion: """
-            Fetches manifest.json from the origin, every --mirror and every mirror the manifest
-            lists, and reports for each: reachable, HTTP status, round-trip time, throughput and
-            the error if any; then whether the manifest is valid (and, with --trust-key, signed
+            Fetches manifest.json from the origin, every --mirror and every mirror the manifest \
+            lists, and reports for each: reachable, HTTP status, round-trip time, throughput and \
+            the error if any; then whether the manifest is valid (and, with --trust-key, signed \
             by a trusted key) and its file index intact.
-            --json prints one object: {"mountable": true, "revision": 4,
-            "signature": "valid|invalid|unsigned|not-checked", "mirrors": [{"url": "...",
+
+            --json prints one object: {"mountable": true, "revision": 4, \
+            "signature": "valid|invalid|unsigned|not-checked", "mirrors": [{"url": "...", \
             "reachable": true, "rtt_ms": 21.5, "http_status": 200, "error": null}]}.
+
             Exit codes: 0 mountable; 1 not mountable; 2 bad arguments.
             """
     )
