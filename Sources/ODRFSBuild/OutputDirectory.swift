@@ -115,6 +115,12 @@ struct OutputDirectory {
                 close(descriptor)
                 throw BuildError.io(error, "create", full)
             }
+            // Objects are written and pruned inside: a symlink would take both elsewhere.
+            var info = stat()
+            guard lstat(full, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
+                close(descriptor)
+                throw BuildError(.outputNotReplaceable, path: full, "'\(full)' is not a directory (a symlink?); refusing to write or prune through it")
+            }
         }
         removeTemporaries()
         removeStaleSiblings()

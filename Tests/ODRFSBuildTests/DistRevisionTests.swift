@@ -168,6 +168,19 @@ import Glibc
         #expect(try Self.manifest(tree).revision == 2)
     }
 
+    @Test func aSymlinkedObjectDirectoryIsRefusedNotPrunedThrough() throws {
+        let tree = try TestTree()
+        try tree.copyExample("travel-guide", to: "src")
+        _ = try Self.build(tree)
+        let elsewhere = "packs-elsewhere"
+        try FileManager.default.moveItem(atPath: tree.path + "/dist/packs", toPath: tree.path + "/" + elsewhere)
+        try tree.symlink("dist/packs", to: "../" + elsewhere)
+        let before = try tree.entries(elsewhere)
+        let error = #expect(throws: BuildError.self) { try Self.build(tree, keep: 1) }
+        #expect(error?.kind == .outputNotReplaceable)
+        #expect(try tree.entries(elsewhere) == before)
+    }
+
     @Test func keepMustKeepTheNewRevision() throws {
         let tree = try TestTree()
         try tree.copyExample("travel-guide", to: "src")
