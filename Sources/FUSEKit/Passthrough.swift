@@ -166,19 +166,30 @@ public final class Passthrough: Sendable {
         return status.isAvailable
     }
 
-    /// Whether CAP_SYS_ADMIN is in this process's effective set (`CapEff` in
-    /// /proc/self/status; bit 21). Unknown counts as yes: registration then says.
+    /// Whether this process holds CAP_SYS_ADMIN in the initial user namespace, which the
+    /// kernel requires to register a backing file: the capability in its effective set
+    /// (`CapEff` in /proc/self/status, bit 21) and no user namespace of its own (root in
+    /// a container's namespace has the capability only there). Unknown counts as yes:
+    /// registration then says.
     static func hasSystemAdministration() -> Bool {
-        let descriptor = Glibc.open("/proc/self/status", O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return true }
-        defer { close(descriptor) }
-        var bytes = [UInt8](repeating: 0, count: 8192)
-        let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-        guard count > 0 else { return true }
-        let text = String(decoding: bytes[..<count], as: UTF8.self)
-        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("CapEff:") }),
+        if let map = readProcFile("/proc/self/uid_map"),
+           map.split(whereSeparator: \.isWhitespace) != ["0", "0", "4294967295"] {
+            return false
+        }
+        guard let text = readProcFile("/proc/self/status"),
+              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("CapEff:") }),
               let mask = UInt64(line.dropFirst("CapEff:".count).filter { !$0.isWhitespace }, radix: 16) else { return true }
         return mask & (1 << 21) != 0
+    }
+
+    private static func readProcFile(_ path: String) -> String? {
+        let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var bytes = [UInt8](repeating: 0, count: 16384)
+        let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+        guard count > 0 else { return nil }
+        return String(decoding: bytes[..<count], as: UTF8.self)
     }
 
     /// Teardown: the device is about to be closed; ids die with the connection.

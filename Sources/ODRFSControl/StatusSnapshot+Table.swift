@@ -47,6 +47,7 @@ extension StatusSnapshot {
         line += ", in use \(cache.inUseBytes)/\(cache.maximumInUse)"
         line += ", evictions \(cache.evictionCount)"
         if cache.isOverBudget { line += ", OVER BUDGET (retained packs cannot be purged)" }
+        if let readPath { line += "\nreads: \(readPath)" }
         return text + line + "\n"
     }
 

@@ -121,6 +121,9 @@ public struct StatusSnapshot: Codable, Sendable, Equatable {
     public var tags: [TagEntry]
     /// The cache.
     public var cache: CacheEntry
+    /// How the mount serves reads of local files: `passthrough` (the kernel reads backing
+    /// files directly) or `fuse (…why not…)`; absent from daemons that do not say.
+    public var readPath: String? = nil
 
     /// A snapshot.
     public init(packs: [PackEntry], tags: [TagEntry], cache: CacheEntry) {

@@ -14,14 +14,19 @@ public final class MountControlService: ControlService {
     let manager: ResourceManager
     private let logger: Logger
     private let diskWatchers = Mutex<[UUID: AsyncStream<LowDiskSpaceEvent>.Continuation]>([:])
+    /// The mount's read path for status (the FUSE session's passthrough state).
+    private let readPath: @Sendable () -> String?
 
-    public init(manager: ResourceManager, logger: Logger) {
+    public init(manager: ResourceManager, logger: Logger, readPath: @escaping @Sendable () -> String? = { nil }) {
         self.manager = manager
         self.logger = logger
+        self.readPath = readPath
     }
 
     public func status() async -> StatusSnapshot {
-        manager.snapshot()
+        var snapshot = manager.snapshot()
+        snapshot.readPath = readPath()
+        return snapshot
     }
 
     public func beginAccessing(

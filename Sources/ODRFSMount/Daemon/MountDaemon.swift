@@ -32,7 +32,7 @@ public final class MountDaemon: Sendable {
         self.runtime = RuntimeDirectory(mountpoint: mountpoint)
         self.control = ControlServer(
             socketPath: runtime.controlSocket,
-            service: MountControlService(manager: manager, logger: logger),
+            service: MountControlService(manager: manager, logger: logger, readPath: { [session] in session.passthrough.summary }),
             logger: logger
         )
         self.logger = logger
