@@ -45,12 +45,12 @@ public final class Passthrough: Sendable {
     public var status: PassthroughStatus { state.withLock { $0.status } }
 
     /// The read path and, when passing through, how many files are open that way now:
-    /// `passthrough, 2 files passed through now`; for logs and status.
+    /// `passthrough (2 files passed through now)`; for logs and status.
     public var summary: String {
         state.withLock { state in
             guard state.status.isAvailable else { return state.status.description }
             let count = state.inodes.values.count { $0.backing != nil }
-            return "\(state.status), \(count) file\(count == 1 ? "" : "s") passed through now"
+            return "\(state.status) (\(count) file\(count == 1 ? "" : "s") passed through now)"
         }
     }
 

@@ -46,8 +46,10 @@ extension StatusSnapshot {
         if let minimumFree = cache.minimumFree { line += " (min \(minimumFree))" }
         line += ", in use \(cache.inUseBytes)/\(cache.maximumInUse)"
         line += ", evictions \(cache.evictionCount)"
+        // On the cache line, not a line of its own: scripts that split the pack table
+        // stop at `total:` and `cache:`.
+        if let readPath { line += ", reads \(readPath)" }
         if cache.isOverBudget { line += ", OVER BUDGET (retained packs cannot be purged)" }
-        if let readPath { line += "\nreads: \(readPath)" }
         return text + line + "\n"
     }
 

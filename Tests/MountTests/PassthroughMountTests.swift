@@ -69,8 +69,11 @@ struct PassthroughMountTests {
         (try? String(contentsOfFile: fixture.mountpoint + "/.odrfs/status", encoding: .utf8)) ?? ""
     }
 
+    /// The read path from the status's cache line: `reads passthrough (1 file passed through now)`.
     func readsLine(_ fixture: MountFixture) -> String {
-        statusText(fixture).split(separator: "\n").first { $0.hasPrefix("reads: ") }.map(String.init) ?? "(none)"
+        guard let line = statusText(fixture).split(separator: "\n").first(where: { $0.hasPrefix("cache:") }),
+              let range = line.range(of: ", reads ") else { return "(none)" }
+        return "reads " + line[range.upperBound...]
     }
 
     func cachedBytes(_ fixture: MountFixture) throws -> Int64 {
@@ -92,7 +95,7 @@ struct PassthroughMountTests {
     func passthroughReadsAndPurge() async throws {
         let fixture = try await makeFixture()
         try await fixture.mount()
-        #expect(readsLine(fixture).hasPrefix("reads: passthrough"), "\(readsLine(fixture))\n\(fixture.log)")
+        #expect(readsLine(fixture).hasPrefix("reads passthrough"), "\(readsLine(fixture))\n\(fixture.log)")
         try await catBig(fixture)  // downloads the pack: FUSE read path
         try await catBig(fixture)  // pack local: copies the backing file, still FUSE
         #expect(await eventually { backingFiles(fixture).count == 1 }, "no backing file appeared: \(fixture.log)")
@@ -104,14 +107,14 @@ struct PassthroughMountTests {
         let reader = try startReader(fixture, name: "passthrough")
         defer { reader.process.stop() }
         #expect(await eventually { reader.printed("opened") })
-        #expect(readsLine(fixture) == "reads: passthrough, 1 file passed through now")
+        #expect(readsLine(fixture) == "reads passthrough (1 file passed through now)")
         #expect(try fixture.retains(of: "Big") == 1, "a passthrough open still retains its pack")
         _ = FileManager.default.createFile(atPath: reader.release + ".read", contents: nil)
         #expect(await eventually { reader.printed("ok") }, "\((try? String(contentsOfFile: fixture.root + "/passthrough.err", encoding: .utf8)) ?? "")")
         // A second open of the same file shares the inode's backing file.
         try await catBig(fixture)
         _ = FileManager.default.createFile(atPath: reader.release, contents: nil)
-        #expect(await eventually { readsLine(fixture) == "reads: passthrough, 0 files passed through now" })
+        #expect(await eventually { readsLine(fixture) == "reads passthrough (0 files passed through now)" })
         #expect(await eventually { (try? fixture.retains(of: "Big")) == 0 })
 
         let purge = try await fixture.odrfs(["purge", fixture.mountpoint, "Big"])
@@ -138,7 +141,7 @@ struct PassthroughMountTests {
         try await catBig(fixture)
         #expect(await eventually { backingFiles(fixture).count == 1 })
         try await catBig(fixture)
-        #expect(readsLine(fixture) == "reads: passthrough, 0 files passed through now")
+        #expect(readsLine(fixture) == "reads passthrough (0 files passed through now)")
         _ = FileManager.default.createFile(atPath: reader.release + ".read", contents: nil)
         #expect(await eventually { reader.printed("ok") }, "\((try? String(contentsOfFile: fixture.root + "/streaming.err", encoding: .utf8)) ?? "")")
         _ = FileManager.default.createFile(atPath: reader.release, contents: nil)
@@ -147,7 +150,7 @@ struct PassthroughMountTests {
         let again = try startReader(fixture, name: "after")
         defer { again.process.stop() }
         #expect(await eventually { again.printed("opened") })
-        #expect(readsLine(fixture) == "reads: passthrough, 1 file passed through now")
+        #expect(readsLine(fixture) == "reads passthrough (1 file passed through now)")
         _ = FileManager.default.createFile(atPath: again.release + ".read", contents: nil)
         #expect(await eventually { again.printed("ok") })
     }
@@ -180,7 +183,7 @@ struct PassthroughMountTests {
             #expect(FileManager.default.contents(atPath: out + "." + copy) == Self.bigContents, "big.bin differs (read \(copy))")
         }
         let status = (try? String(contentsOfFile: out + ".status", encoding: .utf8)) ?? ""
-        #expect(status.contains("reads: fuse (passthrough needs CAP_SYS_ADMIN)"), "\(status)")
+        #expect(status.contains(", reads fuse (passthrough needs CAP_SYS_ADMIN)"), "\(status)")
         #expect(fixture.log.contains("fuse (passthrough needs CAP_SYS_ADMIN)"), "the log says which read path: \(fixture.log)")
         #expect(backingFiles(fixture).isEmpty, "no backing files are copied when they cannot be used")
     }
