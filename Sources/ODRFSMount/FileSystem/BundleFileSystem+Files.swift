@@ -136,7 +136,14 @@ extension BundleFileSystem {
             request.replySuccess()
             return
         }
-        readers.remove(handle)?.close()
+        let reader = readers.remove(handle)
+        // A large file read while its pack streamed in: if the pack is complete now, copy
+        // its backing file already, so that the next open can pass through.
+        if let reader, request.passthrough.status.isAvailable, case .entry(let number) = inodes.node(for: inode),
+           let extent = index.entry(number)?.packExtent {
+            _ = backingFiles.backingFile(pack: reader.pack, extent: extent)
+        }
+        reader?.close()
         request.passthrough.endOpen(handle: handle)
         request.replySuccess()
     }
