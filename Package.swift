@@ -50,11 +50,14 @@ let package = Package(
         ),
         // One Swift type over libzstd's frame API (ZstdFrame): the only importer of CZstd.
         .target(name: "ODRFSCompression", dependencies: ["CZstd"]),
+        // FUSE passthrough for libfuse 3.14: /dev/fuse I/O hooks that patch the INIT and OPEN replies.
+        .target(name: "CFusePassthrough", dependencies: ["CFuse3"]),
         // Typed Swift over libfuse: the only importer of CFuse3.
         .target(
             name: "FUSEKit",
             dependencies: [
                 "CFuse3",
+                "CFusePassthrough",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -32,6 +32,13 @@ public struct ConnectionConfiguration: Sendable {
     /// Only for filesystems whose directories never change while mounted;
     /// `openDirectory` and `releaseDirectory` are then never called.
     public var noOpenDirectorySupport = false
+    /// Ask for FUSE passthrough (`FUSE_PASSTHROUGH`, Linux 6.9+) when the kernel offers
+    /// it: opens may then hand the kernel a backing file (``Passthrough``). libfuse 3.14
+    /// cannot negotiate it; FUSEKit patches the INIT reply itself (see the module docs).
+    public var passthrough = false
+    /// How many stacked filesystems a backing file may sit on (`max_stack_depth`):
+    /// 1 allows ext4, xfs and the like, not overlayfs.
+    public var passthroughMaxStackDepth: UInt32 = 1
     /// Invalidate cached data when a file's mtime changes (`FUSE_CAP_AUTO_INVAL_DATA`).
     public var autoInvalidateData: Bool? = nil
     /// Upper bound for kernel readahead in bytes (`conn->max_readahead`); the kernel's own limit still applies.

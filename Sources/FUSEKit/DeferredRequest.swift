@@ -62,6 +62,9 @@ public final class DeferredRequest: Sendable {
         answer { Reply.attributes($0, attributes, timeout: timeout) }
     }
 
+    /// The mount's passthrough state, for deciding how to answer an open.
+    public var passthrough: Passthrough { context.passthrough }
+
     /// The answer to open or opendir (`fuse_reply_open`).
     public func replyOpen(handle: FileHandleID, options: OpenReplyOptions) {
         answer { Reply.open($0, handle: handle, options: options) }

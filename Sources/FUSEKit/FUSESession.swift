@@ -1,4 +1,5 @@
 import CFuse3
+import CFusePassthrough
 import Dispatch
 import Glibc
 import Logging
@@ -86,6 +87,13 @@ public final class FUSESession: @unchecked Sendable {
                     message: "libfuse could not mount: \(reason)check that /dev/fuse is accessible and, when not root, that fusermount3 is installed setuid (its messages go to stderr)"
                 )
             }
+            // Route /dev/fuse I/O through the passthrough hooks (plain syscalls that
+            // patch INIT and passthrough OPEN replies); same descriptor, same mount.
+            guard cfusept_install(session) == 0 else {
+                fuse_session_unmount(session)
+                throw FUSEError(operation: .mount, mountpoint: mountpoint, message: "libfuse refused the /dev/fuse I/O hooks (fuse_session_custom_io)")
+            }
+            context.passthrough.attach(device: fuse_session_fd(session))
             state.phase = .mounted
             state.mountpoint = mountpoint
         }
@@ -196,6 +204,9 @@ public final class FUSESession: @unchecked Sendable {
         state.withLock { $0.phase == .tornDown }
     }
 
+    /// The mount's FUSE passthrough: read path and backing files.
+    public var passthrough: Passthrough { context.passthrough }
+
     /// The number of detached requests not yet answered (for diagnostics and tests).
     public var pendingDeferredRequestCount: Int {
         context.registry.pendingCount
@@ -264,6 +275,7 @@ public final class FUSESession: @unchecked Sendable {
         if previous.signalHandlersInstalled {
             fuse_remove_signal_handlers(session)
         }
+        context.passthrough.detach()
         fuse_session_destroy(session)
         userdata.release()
         logger.info("FUSE session torn down", metadata: ["fuse.mountpoint": "\(previous.mountpoint ?? "")"])

@@ -14,6 +14,12 @@ public struct OpenReplyOptions: Sendable {
     /// per close(2) on a read-only filesystem.
     public var noFlush = false
 
+    /// Serve this open's reads and mmap from the backing file registered as this id
+    /// (`FOPEN_PASSTHROUGH`); from ``Passthrough/beginOpen(inode:handle:backingPath:)``.
+    /// `keepCache`, `cacheReaddir` and `nonSeekable` are then not sent (the kernel
+    /// refuses them with passthrough).
+    public var passthrough: BackingID? = nil
+
     public init(keepCache: Bool = false, directIO: Bool = false, cacheReaddir: Bool = false, nonSeekable: Bool = false, noFlush: Bool = false) {
         self.keepCache = keepCache
         self.directIO = directIO

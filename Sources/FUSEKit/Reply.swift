@@ -1,4 +1,5 @@
 import CFuse3
+import CFusePassthrough
 import Glibc
 
 /// The libfuse reply calls, shared by `FUSERequest` and `DeferredRequest`.
@@ -47,6 +48,19 @@ enum Reply {
         info.cache_readdir = options.cacheReaddir ? 1 : 0
         info.nonseekable = options.nonSeekable ? 1 : 0
         info.noflush = options.noFlush ? 1 : 0
+        guard let backing = options.passthrough else {
+            return fuse_reply_open(request, &info)
+        }
+        // The kernel fails a passthrough open (EIO) that carries any open flag besides
+        // direct_io, noflush and parallel_direct_writes: its page-cache hints make no
+        // sense when the backing file's page cache is used.
+        info.keep_cache = 0
+        info.cache_readdir = 0
+        info.nonseekable = 0
+        // fuse_reply_open writes on this thread; the writev hook adds FOPEN_PASSTHROUGH
+        // and the backing id to exactly this reply (libfuse 3.14 has no field for them).
+        cfusept_set_open_backing(backing.rawValue)
+        defer { cfusept_set_open_backing(0) }
         return fuse_reply_open(request, &info)
     }
 

@@ -1,4 +1,5 @@
 import CFuse3
+import CFusePassthrough
 import Glibc
 import Logging
 import Synchronization
@@ -22,6 +23,9 @@ final class SessionContext: Sendable {
     /// the kernel takes as "never send opendir or releasedir again".
     let skipsDirectoryOpens = Atomic<Bool>(false)
 
+    /// Passthrough state: backing ids per inode and the read path.
+    let passthrough: Passthrough
+
     /// The mount's `max_read=`, which libfuse 3.14 insists `init` repeats.
     let maxRead: Int?
 
@@ -29,6 +33,7 @@ final class SessionContext: Sendable {
         self.fileSystem = fileSystem
         self.maxRead = maxRead
         self.logger = logger
+        self.passthrough = Passthrough(logger: logger)
     }
 
     /// Recovers the context from a request; valid for every request of a live session.
@@ -68,6 +73,13 @@ final class SessionContext: Sendable {
         configuration.apply(to: &connection)
         if let maxRead {
             connection.max_read = UInt32(clamping: maxRead)
+        }
+        if configuration.passthrough {
+            // Runs inside libfuse's do_init, on the thread that read the INIT: the hook
+            // installed at mount patches the reply this thread sends next.
+            if passthrough.negotiate(offered: cfusept_init_offered() != 0) {
+                cfusept_init_accept(max(configuration.passthroughMaxStackDepth, 1))
+            }
         }
         let noOpendir = UInt32(bitPattern: FUSE_CAP_NO_OPENDIR_SUPPORT)
         skipsDirectoryOpens.store(connection.want & noOpendir != 0, ordering: .releasing)

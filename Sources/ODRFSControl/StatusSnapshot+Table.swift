@@ -48,6 +48,9 @@ extension StatusSnapshot {
         line += ", in use \(cache.inUseBytes)/\(cache.maximumInUse)"
         line += ", evictions \(cache.evictionCount)"
         if let wireBytes = cache.wireBytes { line += ", fetched \(wireBytes) bytes on the wire" }
+        // On the cache line, not a line of its own: scripts that split the pack table
+        // stop at `total:` and `cache:`.
+        if let readPath { line += ", reads \(readPath)" }
         if cache.isOverBudget { line += ", OVER BUDGET (retained packs cannot be purged)" }
         return text + line + "\n" + renderOrigin()
     }

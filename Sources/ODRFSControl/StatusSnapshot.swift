@@ -141,7 +141,7 @@ public struct StatusSnapshot: Codable, Sendable, Equatable {
     public var lastUpdateCheck: Date?
 
     enum CodingKeys: String, CodingKey {
-        case packs, tags, cache, online, mirrors, revision
+        case packs, tags, cache, online, mirrors, revision, readPath
         case lastOriginContact = "last_origin_contact"
         case availableRevision = "available_revision"
         case lastUpdateCheck = "last_update_check"
@@ -161,6 +161,7 @@ public struct StatusSnapshot: Codable, Sendable, Equatable {
         try container.encodeIfPresent(revision, forKey: .revision)
         try container.encode(availableRevision, forKey: .availableRevision)
         try container.encode(lastUpdateCheck, forKey: .lastUpdateCheck)
+        try container.encodeIfPresent(readPath, forKey: .readPath)
     }
 
     /// Decodes a snapshot; fields newer daemons added default when absent (an older daemon
@@ -176,7 +177,11 @@ public struct StatusSnapshot: Codable, Sendable, Equatable {
         revision = try container.decodeIfPresent(Int64.self, forKey: .revision)
         availableRevision = try container.decodeIfPresent(Int64.self, forKey: .availableRevision)
         lastUpdateCheck = try container.decodeIfPresent(Date.self, forKey: .lastUpdateCheck)
+        readPath = try container.decodeIfPresent(String.self, forKey: .readPath)
     }
+    /// How the mount serves reads of local files: `passthrough` (the kernel reads backing
+    /// files directly) or `fuse (…why not…)`; absent from daemons that do not say.
+    public var readPath: String? = nil
 
     /// A snapshot.
     public init(packs: [PackEntry], tags: [TagEntry], cache: CacheEntry) {

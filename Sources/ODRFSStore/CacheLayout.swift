@@ -11,6 +11,9 @@ import ODRFSCore
 /// <root>/manifest.json.sig its signature, when it had one (offline mounts with --trust-key check it)
 /// <root>/index/<sha>.odrx  verified file indexes
 /// <root>/packs/<sha>.tar   verified packs, named by content like on the origin
+/// <root>/files/<sha>.<offset> passthrough backing files: one large file's bytes copied
+///                        out of the local pack <sha> (it starts at <offset> there);
+///                        derived, so emptied at startup
 /// <root>/tmp/            downloads in progress; emptied at startup
 /// <root>/trash/          evicted packs waiting to be unlinked off the lock; emptied at startup
 /// <root>/odrfs.log       the daemon's log
@@ -27,6 +30,7 @@ public struct CacheLayout: Sendable {
     public var packsDirectory: String { root + "/packs" }
     public var indexDirectory: String { root + "/index" }
     public var temporaryDirectory: String { root + "/tmp" }
+    public var backingFilesDirectory: String { root + "/files" }
     public var trashDirectory: String { root + "/trash" }
     public var lockFile: String { root + "/lock" }
     public var indexFile: String { root + "/index.sqlite" }
@@ -37,6 +41,12 @@ public struct CacheLayout: Sendable {
     /// The cached copy of `pack`, named by its content hash.
     public func path(of pack: PackDescriptor) -> String {
         packsDirectory + "/" + pack.sha256.hex + ".tar"
+    }
+
+    /// The passthrough backing file of the file whose bytes start at `offset` in the
+    /// pack with content hash `sha256`: content-addressed by pack and position.
+    public func backingFilePath(sha256: String, offset: Int64) -> String {
+        backingFilesDirectory + "/" + sha256 + "." + String(offset)
     }
 
     /// The cached copy of the file index.

@@ -24,7 +24,7 @@ public final class PackStore: Sendable {
     /// Opens (creating if needed) the cache at `root` and takes its lock.
     public init(root: String, logger: Logger) throws(StoreError) {
         let layout = CacheLayout(root: root)
-        for directory in [layout.root, layout.packsDirectory, layout.indexDirectory, layout.temporaryDirectory, layout.trashDirectory] {
+        for directory in [layout.root, layout.packsDirectory, layout.indexDirectory, layout.temporaryDirectory, layout.trashDirectory, layout.backingFilesDirectory] {
             try Self.makeDirectory(directory)
         }
         let fd = open(layout.lockFile, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
@@ -51,6 +51,7 @@ public final class PackStore: Sendable {
         self.lockDescriptor = Mutex(fd)
         self.logger = logger
         removeTemporaryFiles()
+        removeBackingFiles()
     }
 
     deinit {
@@ -242,6 +243,24 @@ public final class PackStore: Sendable {
     }
 
     private static let trashCounter = Atomic<UInt64>(0)
+
+    /// Moves one passthrough backing file into `trash/` (one `rename(2)`, done under the
+    /// resource manager's lock when its pack is evicted). Returns whether it was moved.
+    @discardableResult
+    public func moveBackingFileToTrash(sha256: String, offset: Int64) -> Bool {
+        let trashed = layout.trashDirectory + "/" + sha256 + "." + String(offset) + ".file." + String(Self.trashCounter.wrappingAdd(1, ordering: .relaxed).oldValue)
+        return rename(layout.backingFilePath(sha256: sha256, offset: offset), trashed) == 0
+    }
+
+    /// Backing files are copies of verified pack bytes that only the running mount's
+    /// memory accounts for; whatever an earlier run left (a crash, a kill) is deleted, so
+    /// the purger never has to trust or count a file it did not write.
+    private func removeBackingFiles() {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: layout.backingFilesDirectory) else { return }
+        for name in names {
+            unlink(layout.backingFilesDirectory + "/" + name)
+        }
+    }
 
     /// Deletes everything in `trash/`. Blocking (unlink of large files): run it on the I/O executor.
     public func emptyTrash() {

@@ -59,6 +59,12 @@ public final class TemporaryFile: Sendable {
         // manager), so that no reader gets the last bytes before status says so.
     }
 
+    /// The owner renamed the file out of `tmp/` itself (a passthrough backing file,
+    /// renamed under the resource manager's lock): close it without unlinking.
+    public func markPublishedByRename() {
+        markPublished()
+    }
+
     deinit {
         discard()
     }

@@ -42,6 +42,8 @@ final class TestFileSystem: FUSEFileSystem {
         var openDirectoryCalls = 0
         var releaseDirectoryCalls = 0
         var destroyed = false
+        /// Reads of `big.bin` that reached the filesystem (passthrough reads do not).
+        var descriptorReads = 0
     }
 
     static let helloText = Array("Hello, FUSE!\n".utf8)
@@ -62,11 +64,16 @@ final class TestFileSystem: FUSEFileSystem {
     let readdirPlus: Bool
     /// Asks for `noOpenDirectorySupport`.
     let skipDirectoryOpens: Bool
+    /// When set, asks for passthrough and opens `big.bin` with this file as its backing file.
+    let passthroughBacking: String?
+    /// Handles of `big.bin` opens when passing through: each open its own.
+    let nextHandle = Atomic<UInt64>(1 << 40)
 
     init(
         descriptor: Int32, descriptorSize: UInt64, slowOpenDelay: Duration = .milliseconds(200),
-        readdirPlus: Bool = true, skipDirectoryOpens: Bool = false
+        readdirPlus: Bool = true, skipDirectoryOpens: Bool = false, passthroughBacking: String? = nil
     ) {
+        self.passthroughBacking = passthroughBacking
         self.slowOpenDelay = slowOpenDelay
         self.readdirPlus = readdirPlus
         self.skipDirectoryOpens = skipDirectoryOpens
@@ -105,11 +112,19 @@ final class TestFileSystem: FUSEFileSystem {
     func configure(_ connection: inout ConnectionConfiguration) {
         connection.readdirPlus = readdirPlus
         connection.noOpenDirectorySupport = skipDirectoryOpens
+        connection.passthrough = passthroughBacking != nil
     }
 
     func openDirectory(inode: InodeNumber, request: consuming FUSERequest) {
         events.withLock { $0.openDirectoryCalls += 1 }
         request.replyOpen(handle: FileHandleID(rawValue: 7), options: OpenReplyOptions())
+    }
+
+    func release(inode: InodeNumber, handle: FileHandleID, request: consuming FUSERequest) {
+        if case .descriptor? = nodes[inode]?.content, passthroughBacking != nil {
+            request.passthrough.endOpen(handle: handle)
+        }
+        request.replySuccess()
     }
 
     func releaseDirectory(inode: InodeNumber, handle: FileHandleID, request: consuming FUSERequest) {
@@ -178,6 +193,11 @@ final class TestFileSystem: FUSEFileSystem {
             _ = request.detach()
         case nil:
             request.replyError(.noSuchFileOrDirectory)
+        case .descriptor? where passthroughBacking != nil:
+            var options = OpenReplyOptions(keepCache: true, noFlush: true)
+            let handle = FileHandleID(nextHandle.add(1, ordering: .relaxed).newValue)
+            options.passthrough = request.passthrough.beginOpen(inode: inode, handle: handle, backingPath: passthroughBacking)
+            request.replyOpen(handle: handle, options: options)
         default:
             request.replyOpen(handle: FileHandleID(inode.rawValue), options: OpenReplyOptions(keepCache: true, noFlush: true))
         }
@@ -190,6 +210,7 @@ final class TestFileSystem: FUSEFileSystem {
             let end = min(start + size, bytes.count)
             request.replyBytes(bytes[start..<end])
         case .descriptor(let descriptor, let fileSize)?:
+            events.withLock { $0.descriptorReads += 1 }
             let remaining = max(0, Int64(fileSize) - offset)
             request.replyData(fileDescriptor: descriptor, offset: offset, count: min(size, Int(remaining)))
         default:

@@ -25,14 +25,15 @@ final class TestMount: @unchecked Sendable {
     /// Contents of `big.bin`: a pattern that makes misplaced offsets visible.
     static let bigContents: [UInt8] = (0..<(1 << 20) + 123).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 8) }
 
-    init(readOnly: Bool = true, readdirPlus: Bool = true, skipDirectoryOpens: Bool = false, installSignalHandlers: Bool = false, exitBeforeRun: Bool = false) throws {
+    init(readOnly: Bool = true, readdirPlus: Bool = true, skipDirectoryOpens: Bool = false, installSignalHandlers: Bool = false, exitBeforeRun: Bool = false, passthrough: Bool = false) throws {
         directory = try Self.makeTemporaryDirectory()
         backingFile = directory + ".big"
         _ = FileManager.default.createFile(atPath: backingFile, contents: Data(Self.bigContents))
         backingDescriptor = Glibc.open(backingFile, O_RDONLY | O_CLOEXEC)
         fileSystem = TestFileSystem(
             descriptor: backingDescriptor, descriptorSize: UInt64(Self.bigContents.count),
-            readdirPlus: readdirPlus, skipDirectoryOpens: skipDirectoryOpens
+            readdirPlus: readdirPlus, skipDirectoryOpens: skipDirectoryOpens,
+            passthroughBacking: passthrough ? backingFile : nil
         )
         var logger = Logger(label: "fusekit.tests")
         logger.logLevel = .info
@@ -97,10 +98,10 @@ final class TestMount: @unchecked Sendable {
 
 /// Mounts a test filesystem, runs `body`, and always unmounts.
 func withTestMount(
-    readOnly: Bool = true, readdirPlus: Bool = true, skipDirectoryOpens: Bool = false,
+    readOnly: Bool = true, readdirPlus: Bool = true, skipDirectoryOpens: Bool = false, passthrough: Bool = false,
     _ body: (TestMount) async throws -> Void
 ) async throws {
-    let mount = try TestMount(readOnly: readOnly, readdirPlus: readdirPlus, skipDirectoryOpens: skipDirectoryOpens)
+    let mount = try TestMount(readOnly: readOnly, readdirPlus: readdirPlus, skipDirectoryOpens: skipDirectoryOpens, passthrough: passthrough)
     do {
         try await body(mount)
     } catch {

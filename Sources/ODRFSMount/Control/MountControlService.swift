@@ -19,11 +19,14 @@ public final class MountControlService: ControlService {
     private let diskWatchers = Mutex<[UUID: AsyncStream<LowDiskSpaceEvent>.Continuation]>([:])
     /// `odrfs update`; nil when the daemon was built without an origin (tests).
     let updater: BundleUpdater?
+    /// The mount's read path for status (the FUSE session's passthrough state).
+    private let readPath: @Sendable () -> String?
 
-    init(revisions: MountRevisions, updater: BundleUpdater?, logger: Logger) {
+    init(revisions: MountRevisions, updater: BundleUpdater?, logger: Logger, readPath: @escaping @Sendable () -> String? = { nil }) {
         self.revisions = revisions
         self.updater = updater
         self.logger = logger
+        self.readPath = readPath
     }
 
     public convenience init(manager: ResourceManager, logger: Logger) {
@@ -31,7 +34,9 @@ public final class MountControlService: ControlService {
     }
 
     public func status() async -> StatusSnapshot {
-        manager.snapshot()
+        var snapshot = manager.snapshot()
+        snapshot.readPath = readPath()
+        return snapshot
     }
 
     public func beginAccessing(

@@ -50,7 +50,8 @@ public final class MountDaemon: Sendable {
         self.runtime = RuntimeDirectory(mountpoint: mountpoint)
         self.control = ControlServer(
             socketPath: runtime.controlSocket,
-            service: MountControlService(revisions: revisions, updater: updater, logger: logger),
+            service: MountControlService(revisions: revisions, updater: updater, logger: logger,
+                                         readPath: { [session] in session.passthrough.summary }),
             logger: logger
         )
         self.logger = logger

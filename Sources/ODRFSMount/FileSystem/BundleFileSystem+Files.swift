@@ -37,11 +37,13 @@ extension BundleFileSystem {
             let prefix = extent.offset + min(extent.size, Self.progressiveOpenBytes)
             manager.noteAccess(pack, cause: .open, file: index.path(of: number))
             if let reader = manager.openReaderIfReady(pack, prefix: prefix) {
-                request.replyOpen(handle: readers.insert(reader, extent: extent), options: Self.fileOpenOptions)
+                let handle = readers.insert(reader, extent: extent)
+                let options = openOptions(inode: inode, handle: handle, pack: pack, extent: extent, passthrough: request.passthrough)
+                request.replyOpen(handle: handle, options: options)
                 manager.metrics.recordOpen(warm: true, since: started)
                 return
             }
-            openWhenVerified(pack, prefix: prefix, file: number, extent: extent, started: started, request: request.detach())
+            openWhenVerified(pack, prefix: prefix, file: number, inode: inode, extent: extent, started: started, request: request.detach())
         }
     }
 
@@ -51,13 +53,14 @@ extension BundleFileSystem {
     /// The slow path of open(): answered by the resource manager's callback once the
     /// file's first bytes are verified (the rest of the pack may still be streaming in),
     /// on whichever thread verified them; an interrupt answers EINTR from its own path.
-    private func openWhenVerified(_ pack: PackNumber, prefix: Int64, file: EntryNumber, extent: PackExtent, started: ContinuousClock.Instant,
-                                  request: DeferredRequest) {
+    private func openWhenVerified(_ pack: PackNumber, prefix: Int64, file: EntryNumber, inode: InodeNumber, extent: PackExtent,
+                                  started: ContinuousClock.Instant, request: DeferredRequest) {
         let waiter = VerifiedFile.makeWaiterID()
-        manager.openReader(pack, prefix: prefix, waiter: waiter) { [manager, logger, readers, index] result in
+        manager.openReader(pack, prefix: prefix, waiter: waiter) { [self, manager, logger, readers, index] result in
             switch result {
             case .success(let reader):
-                request.replyOpen(handle: readers.insert(reader, extent: extent), options: Self.fileOpenOptions)
+                let handle = readers.insert(reader, extent: extent)
+                request.replyOpen(handle: handle, options: openOptions(inode: inode, handle: handle, pack: pack, extent: extent, passthrough: request.passthrough))
                 manager.metrics.recordOpen(warm: false, since: started)
             case .failure(let error):
                 let errno = Errno(mapping: error)
@@ -70,6 +73,17 @@ extension BundleFileSystem {
             }
         }
         request.onInterrupt { [manager] in manager.cancelWaiter(waiter, on: pack) }
+    }
+
+    /// The open's reply options: passthrough to the file's backing file when it has one
+    /// (large file, pack local and copied out, kernel willing), else the FUSE read path.
+    /// Every open is counted in `passthrough` (the kernel wants one I/O mode per inode),
+    /// and release undoes it.
+    private func openOptions(inode: InodeNumber, handle: FileHandleID, pack: PackNumber, extent: PackExtent, passthrough: Passthrough) -> OpenReplyOptions {
+        var options = Self.fileOpenOptions
+        let backingPath = passthrough.status.isAvailable ? backingFiles.backingFile(pack: pack, extent: extent) : nil
+        options.passthrough = passthrough.beginOpen(inode: inode, handle: handle, backingPath: backingPath)
+        return options
     }
 
     /// Files: the page cache may keep their contents across opens (the bundle is immutable).
@@ -129,12 +143,22 @@ extension BundleFileSystem {
             request.replySuccess()
             return
         }
-        readers.remove(handle)?.close()
+        let reader = readers.remove(handle)
+        // A large file read while its pack streamed in: if the pack is complete now, copy
+        // its backing file already, so that the next open can pass through.
+        if let reader, request.passthrough.status.isAvailable, case .entry(let number) = inodes.node(for: inode),
+           let extent = index.entry(number)?.packExtent {
+            _ = backingFiles.backingFile(pack: reader.pack, extent: extent)
+        }
+        reader?.close()
+        request.passthrough.endOpen(handle: handle)
         request.replySuccess()
     }
 
     private func openStatusFile(request: consuming FUSERequest) {
-        let text = manager.snapshot().renderTable()
+        var snapshot = manager.snapshot()
+        snapshot.readPath = request.passthrough.summary
+        let text = snapshot.renderTable()
         let handle = virtualFiles.open(Array(text.utf8))
         var options = OpenReplyOptions()
         // Size is unknown until rendered and changes every time: bypass the page cache.

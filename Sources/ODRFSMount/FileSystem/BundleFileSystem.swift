@@ -18,6 +18,11 @@ import ODRFSCore
 ///   at the file's offset inside its pack, but only below the verified prefix of the
 ///   reader's own file; past it, the reply waits for those bytes (same callbacks).
 ///   `keep_cache` lets repeat reads come from the page cache.
+/// - Passthrough: an open of a large file (≥ 1 MiB) whose pack is local is answered
+///   with its backing file (`BackingFileExtractor`), so the kernel serves reads and
+///   mmap from the cache's filesystem and never asks again; the open still retains
+///   the pack and counts as an access. Otherwise, and whenever the kernel refuses, the
+///   FUSE read path below.
 /// - release() drops the handle's reader, which drops the retain.
 ///
 /// This type holds no policy: decisions about packs live in `ResourceManager`, and
@@ -32,6 +37,8 @@ public final class BundleFileSystem: FUSEFileSystem {
     /// opened before an update is read and released as usual after it.
     let virtualFiles: VirtualFileTable
     let readers: ReaderTable
+    /// Per-file copies of large files for FUSE passthrough.
+    let backingFiles: BackingFileExtractor
     /// The bundle's size in 4 KiB blocks for statfs, summed once (a `df` loop must not walk the packs).
     let totalBlocks: UInt64
 
@@ -48,6 +55,7 @@ public final class BundleFileSystem: FUSEFileSystem {
         self.inodes = inodes
         self.readers = previous?.readers ?? ReaderTable()
         self.virtualFiles = previous?.virtualFiles ?? VirtualFileTable()
+        self.backingFiles = BackingFileExtractor(manager: manager)
         // Saturating and bounded by manifest validation, so the rounding cannot overflow.
         self.totalBlocks = (UInt64(manager.manifest.totalBytes.value) + 4095) / 4096
         var now = timespec()
@@ -72,6 +80,10 @@ public final class BundleFileSystem: FUSEFileSystem {
         // Files never change either (content-addressed packs), so reads need
         // not check attributes for an mtime change (W5's 4 KiB preads).
         connection.autoInvalidateData = false
+        // Large files of local packs are then read by the kernel from their own backing
+        // files (needs CAP_SYS_ADMIN; otherwise, and for files still streaming in, the
+        // FUSE read path below serves them).
+        connection.passthrough = true
     }
 
     public func rejectMutation(_ operation: String, request: consuming FUSERequest) {

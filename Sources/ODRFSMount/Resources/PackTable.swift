@@ -14,8 +14,8 @@ import Synchronization
 /// of an evicted pack into `trash/`. Never logging, SQLite, callbacks or file contents.
 ///
 /// Invariants (checked on every unlock in debug builds): `retainCount >= 0`; a slot
-/// with a download in flight is not local; `cachedBytes` is the sum of local slots' and
-/// orphans' bytes; `reservedBytes` the sum of in-flight downloads' bytes; `inUseBytes`
+/// with a download in flight is not local; `cachedBytes` is the sum of local slots',
+/// their backing files' and orphans' bytes; `reservedBytes` the sum of in-flight downloads' bytes; `inUseBytes`
 /// the sum of retained slots' bytes.
 final class PackTable: Sendable {
     struct Slot {
@@ -27,6 +27,10 @@ final class PackTable: Sendable {
         var download: DownloadCoordinator.Download?
         var fetchCount = 0
         var priority: Double = 0
+        /// Passthrough backing files copied out of this pack: pack offset → bytes. Counted
+        /// in `cachedBytes` while they exist; evicted with the pack.
+        var backingFiles: [Int64: Int64] = [:]
+        var backingBytes: Int64 { backingFiles.values.reduce(0, +) }
     }
 
     struct State {
@@ -162,6 +166,7 @@ final class PackTable: Sendable {
             precondition(slot.retainCount >= 0, "negative retain count for pack \(manifest.packs[index].id)")
             precondition(!(slot.isLocal && slot.download != nil), "pack \(manifest.packs[index].id) is local and downloading")
             if slot.isLocal { cached += bytes }
+            cached += slot.backingBytes
             if slot.download != nil { reserved += bytes }
             if slot.retainCount > 0 { inUse += bytes }
         }

@@ -146,7 +146,7 @@ final class Purger: Sendable {
             let slot = state.slots[index]
             guard slot.isLocal, slot.retainCount == 0, slot.download == nil, matching(PackNumber(UInt32(index))) else { continue }
             let pack = table.manifest.packs[index]
-            result.append(EvictionCandidate(key: pack.sha256.hex, bytes: pack.bytes.value, priority: slot.priority, lastAccess: slot.lastAccess))
+            result.append(EvictionCandidate(key: pack.sha256.hex, bytes: pack.bytes.value + slot.backingBytes, priority: slot.priority, lastAccess: slot.lastAccess))
         }
         for orphan in state.orphans.values {
             result.append(EvictionCandidate(key: orphan.sha256, bytes: orphan.bytes, priority: -1, lastAccess: orphan.lastAccess))
@@ -168,7 +168,14 @@ final class Purger: Sendable {
         state.slots[index].isLocal = false
         state.cachedBytes -= table.manifest.packs[index].bytes.value
         store.moveToTrash(sha256: sha256)
-        return Victim(sha256: sha256, id: table.manifest.packs[index].id.rawValue, bytes: table.manifest.packs[index].bytes.value,
+        // Its passthrough backing files go with it (kernel-held ones live on until their last close).
+        let backingBytes = state.slots[index].backingBytes
+        for offset in state.slots[index].backingFiles.keys {
+            store.moveBackingFileToTrash(sha256: sha256, offset: offset)
+        }
+        state.slots[index].backingFiles = [:]
+        state.cachedBytes -= backingBytes
+        return Victim(sha256: sha256, id: table.manifest.packs[index].id.rawValue, bytes: table.manifest.packs[index].bytes.value + backingBytes,
                       priority: state.slots[index].priority, lastAccess: state.slots[index].lastAccess)
     }
 

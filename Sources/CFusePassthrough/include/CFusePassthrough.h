@@ -1,0 +1,40 @@
+#ifndef CFUSE_PASSTHROUGH_H
+#define CFUSE_PASSTHROUGH_H
+// FUSE passthrough (kernel protocol 7.40, Linux 6.9+) on top of libfuse 3.14,
+// which predates it. libfuse 3.14 lets a session replace its /dev/fuse reads and
+// writes (`fuse_session_custom_io`); these hooks do the plain syscalls and patch
+// the two replies passthrough needs: INIT (FUSE_INIT_EXT, FUSE_PASSTHROUGH in
+// flags2, max_stack_depth) and OPEN (FOPEN_PASSTHROUGH, backing_id). Everything
+// else is libfuse's. The few kernel definitions used are in the .c file, taken
+// from include/uapi/linux/fuse.h (this system's linux/fuse.h is older).
+//
+// State that links a request to its reply is thread-local: libfuse answers INIT
+// on the thread that read it, and fuse_reply_open writes on the calling thread.
+#include <stdint.h>
+
+struct fuse_session;
+
+/// Installs the hooks on a session that `fuse_session_mount` has just mounted,
+/// keeping its /dev/fuse descriptor. 0, or -1 if libfuse refused.
+int cfusept_install(struct fuse_session *session);
+
+/// Inside libfuse's `init` callback: 1 if the INIT being answered on this thread
+/// offered FUSE_PASSTHROUGH (with FUSE_INIT_EXT), else 0.
+int cfusept_init_offered(void);
+
+/// Inside libfuse's `init` callback: the INIT reply sent next on this thread asks
+/// for passthrough, with backing files at most `max_stack_depth` filesystems deep.
+void cfusept_init_accept(uint32_t max_stack_depth);
+
+/// The next open reply written on this thread carries FOPEN_PASSTHROUGH and
+/// `backing_id`; 0 clears. Set just before `fuse_reply_open`, cleared after.
+void cfusept_set_open_backing(int32_t backing_id);
+
+/// FUSE_DEV_IOC_BACKING_OPEN on the session's device: the new backing id (> 0),
+/// or -errno (EPERM without CAP_SYS_ADMIN or without negotiated passthrough).
+int32_t cfusept_backing_open(int device_fd, int file_fd);
+
+/// FUSE_DEV_IOC_BACKING_CLOSE: 0 or -errno.
+int cfusept_backing_close(int device_fd, int32_t backing_id);
+
+#endif
