@@ -126,7 +126,9 @@ struct PassthroughMountTests {
     @Test("a large file opened while its pack streams in keeps the FUSE read path while open, and later opens agree with it")
     func openWhileStreaming() async throws {
         let fixture = try await makeFixture()
-        let slow = try SlowPack(fixture, pack: "Big", stallAfter: 1 << 20)
+        // 1.5 MiB: past the first chunk (and its zstd frame, a little longer than the chunk for
+        // these random bytes), short of the pack.
+        let slow = try SlowPack(fixture, pack: "Big", stallAfter: 3 << 19)
         defer { slow.restore() }
         try await fixture.mount()
         let reader = try startReader(fixture, name: "streaming")
