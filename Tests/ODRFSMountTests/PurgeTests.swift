@@ -301,3 +301,44 @@ struct TagRequestTests {
         #expect(manager.status().allSatisfy { $0.retainCount == 0 })
     }
 }
+
+/// Packs an update left behind are evicted with the reason `update`.
+@Suite("Purger: packs of older bundle versions", .timeLimit(.minutes(1)))
+struct OlderVersionEvictionTests {
+    @Test("a pack only an older bundle version named is evicted first, reported with reason update")
+    func olderVersionEvictedAsUpdate() async throws {
+        let cache = try TemporaryDirectory()
+        let logger = Logger(label: "test")
+        let old = SyntheticBundle(packContents: [(.base, SyntheticBundle.bytes(100, seed: 0)),
+                                                 (PackID("Level1"), SyntheticBundle.bytes(1_000, seed: 1)),
+                                                 (PackID("Level2"), SyntheticBundle.bytes(1_000, seed: 2))])
+        // The next version changes Level1's bytes: the old Level1 pack is named by no pack now.
+        let new = SyntheticBundle(packContents: [(.base, SyntheticBundle.bytes(100, seed: 0)),
+                                                 (PackID("Level1"), SyntheticBundle.bytes(1_000, seed: 9)),
+                                                 (PackID("Level2"), SyntheticBundle.bytes(1_000, seed: 2))])
+        func manager(_ bundle: SyntheticBundle, budget: Int64) throws -> ResourceManager {
+            let store = try PackStore(root: cache.path, logger: logger)
+            let downloader = PackDownloader(origin: FakeOrigin(files: bundle.files), store: store,
+                                            chunkSize: bundle.manifest.chunkSize, logger: logger)
+            return try ResourceManager(manifest: bundle.manifest, store: store, downloader: downloader,
+                                       limits: CacheLimits(budget: ByteCount(budget)), logger: logger)
+        }
+        let first = try manager(old, budget: 1 << 20)
+        for n in 0...2 { try await first.makeLocal(PackNumber(UInt32(n))) }
+        await first.shutdown()
+
+        // 2,100 bytes cached (base, Level2 and the old Level1): over a 2,000-byte budget.
+        let second = try manager(new, budget: 2_000)
+        let events = second.events.subscribe()
+        let freed = second.purgeForPressure(reason: .manual)
+        #expect(freed == 1_000, "only the pack of the older version goes")
+        // Published before purgeForPressure returns; the suite's time limit bounds the wait anyway.
+        let evicted = freed > 0 ? await events.next() : nil
+        events.finish()
+        #expect(evicted?.event == .evicted)
+        #expect(evicted?.pack == "Level1 (older bundle version)")
+        #expect(evicted?.reason == "update", "\(String(describing: evicted))")
+        #expect(evicted?.rule == "older bundle version first")
+        #expect(second.state(of: PackNumber(2)) == .downloaded, "current packs stay")
+    }
+}

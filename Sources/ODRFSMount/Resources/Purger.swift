@@ -195,8 +195,11 @@ final class Purger: Sendable {
                 "pack.id": "\(victim.id)", "pack.bytes": "\(victim.bytes)", "reason": "\(reason)",
                 "pack.priority": "\(victim.priority)", "pack.lastAccess": "\(victim.lastAccess.map { "\($0)" } ?? "never")",
             ])
-            table.events.publish(evictedEvent(victim, reported))
-            table.metrics.recordEviction(reported)
+            // A pack only older bundle versions named was left behind by an update: evicted
+            // for it (whatever pressure made room now), unless a purge asked for it by name.
+            let cause: MountEvent.EvictionReason = victim.priority < 0 && reported != .manual ? .update : reported
+            table.events.publish(evictedEvent(victim, cause))
+            table.metrics.recordEviction(cause)
         }
         return victims.map { ($0.id, $0.bytes) }
     }
