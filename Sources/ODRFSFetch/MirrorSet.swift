@@ -33,7 +33,7 @@ public final class MirrorSet: Origin {
     /// hostile input and a long list would only multiply failed attempts.
     public static let maximumMembers = 16
 
-    private let members: Mutex<[Member]>
+    let members: Mutex<[Member]>
     /// Indexes of members that served bad bytes, per file path.
     private let distrusted = Mutex<[String: Set<Int>]>([:])
     let unreachableAfter: Duration
@@ -182,7 +182,7 @@ public final class MirrorSet: Origin {
         }
     }
 
-    private func distrust(_ index: Int, for path: String, member: Member, error: FetchError) {
+    func distrust(_ index: Int, for path: String, member: Member, error: FetchError) {
         distrusted.withLock { _ = $0[path, default: []].insert(index) }
         member.record.recordFailure("bad bytes for \(path)")
         logger.error("mirror sent bytes that failed verification; not using it for this file again", metadata: [
