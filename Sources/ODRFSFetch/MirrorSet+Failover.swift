@@ -3,8 +3,8 @@ import NIOCore
 import ODRFSCore
 
 extension MirrorSet {
-    /// A range costs one request when any server can serve one (the set then asks those
-    /// that can first only by health, like any download).
+    /// A range costs one request when a server behind the set can serve one (the servers
+    /// are still tried in health order, like any download).
     public var servesRanges: Bool { members.withLock { $0.contains { $0.origin.servesRanges } } }
 
     /// Bytes `range` of `path` from the healthiest server; when it fails, the rest of the

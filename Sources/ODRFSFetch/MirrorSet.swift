@@ -22,6 +22,8 @@ import Synchronization
 ///   server remains to retry with.
 /// - 404 and 401 from one server move on too (a mirror may lag or want another token); the
 ///   error the caller gets is the last server's.
+/// - Range requests (update spans) and conditional GETs (periodic update checks) go the
+///   same way (`MirrorSet+Failover.swift`); a range moves on from its first byte not yet delivered.
 public final class MirrorSet: Origin {
     /// One server with its health record.
     struct Member: Sendable {
