@@ -24,6 +24,12 @@ struct FrameAssembler {
         self.nextChunk = min(max(0, chunk), table.count)
     }
 
+    /// For a stream that starts at the frame of `chunk` (a range request for some frames).
+    init(table: FrameTable, startingAt chunk: Int) {
+        self.table = table
+        self.nextChunk = min(max(chunk, 0), table.count)
+    }
+
     /// Every frame has arrived.
     var isComplete: Bool { nextChunk == table.count }
 

@@ -5,6 +5,9 @@ import NIOHTTP1
 import ODRFSCore
 
 extension HTTPOrigin {
+    /// A range costs one request for its bytes.
+    public var servesRanges: Bool { true }
+
     /// Streams bytes `range` of the file at `path` (whose size the manifest says is
     /// `fileBytes`) to `consume`, in order, with one `Range: bytes=a-b` request. An origin
     /// that ignores the range and answers 200 is read up to the range and no further. A

@@ -22,6 +22,8 @@ import Synchronization
 ///   server remains to retry with.
 /// - 404 and 401 from one server move on too (a mirror may lag or want another token); the
 ///   error the caller gets is the last server's.
+/// - Range requests (update spans) and conditional GETs (periodic update checks) go the
+///   same way (`MirrorSet+Failover.swift`); a range moves on from its first byte not yet delivered.
 public final class MirrorSet: Origin {
     /// One server with its health record.
     struct Member: Sendable {
@@ -33,7 +35,7 @@ public final class MirrorSet: Origin {
     /// hostile input and a long list would only multiply failed attempts.
     public static let maximumMembers = 16
 
-    private let members: Mutex<[Member]>
+    let members: Mutex<[Member]>
     /// Indexes of members that served bad bytes, per file path.
     private let distrusted = Mutex<[String: Set<Int>]>([:])
     let unreachableAfter: Duration
@@ -182,7 +184,7 @@ public final class MirrorSet: Origin {
         }
     }
 
-    private func distrust(_ index: Int, for path: String, member: Member, error: FetchError) {
+    func distrust(_ index: Int, for path: String, member: Member, error: FetchError) {
         distrusted.withLock { _ = $0[path, default: []].insert(index) }
         member.record.recordFailure("bad bytes for \(path)")
         logger.error("mirror sent bytes that failed verification; not using it for this file again", metadata: [

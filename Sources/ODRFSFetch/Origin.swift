@@ -34,6 +34,26 @@ public protocol Origin: Sendable {
         into consume: (ByteBuffer) async throws(FetchError) -> Void
     ) async throws(FetchError)
 
+    /// Streams bytes `range` of the file at `path` (whose size the manifest says is
+    /// `fileBytes`) to `consume`, in order. HTTP origins send one range request; the
+    /// default reads the whole file and keeps the span (see ``servesRanges``). Used by
+    /// updates to fetch only the spans (or frames) of a changed pack the cache lacks.
+    func download(
+        _ path: String,
+        range: Range<Int64>,
+        fileBytes: ByteCount,
+        into consume: (ByteBuffer) async throws(FetchError) -> Void
+    ) async throws(FetchError)
+
+    /// Whether ``download(_:range:fileBytes:into:)`` costs only the range. When false, a
+    /// caller that needs several spans of one file should read it once instead.
+    var servesRanges: Bool { get }
+
+    /// Reads a small file (the manifest) unless it still has the ETag `etag`: an HTTP
+    /// origin sends a conditional GET, so a periodic update check costs one 304 while
+    /// nothing changed. The default reads the file and reports it modified, without ETag.
+    func conditionalData(at path: String, limit: ByteCount, etag: String?) async throws(FetchError) -> ConditionalFetch
+
     /// Whether another server could still serve `path` after one sent bad bytes for it
     /// (see ``MirrorSet``); a download that failed verification is then worth retrying.
     func hasAlternative(for path: String) -> Bool
@@ -72,6 +92,39 @@ extension Origin {
             skip -= Int64(dropped)
             if bytes.readableBytes > 0 { try await consume(bytes) }
         }
+    }
+
+    /// Reads the whole file and keeps `range`: correct for any origin; HTTP origins
+    /// override it with a range request.
+    public func download(
+        _ path: String,
+        range: Range<Int64>,
+        fileBytes: ByteCount,
+        into consume: (ByteBuffer) async throws(FetchError) -> Void
+    ) async throws(FetchError) {
+        guard range.lowerBound >= 0, range.upperBound <= fileBytes.value else {
+            throw FetchError(.corrupt, "range \(range) lies outside the \(fileBytes.value) bytes of \(path)")
+        }
+        guard !range.isEmpty else { return }
+        var position: Int64 = 0
+        try await download(path, expectedBytes: fileBytes) { (bytes: ByteBuffer) async throws(FetchError) in
+            let start = position
+            position += Int64(bytes.readableBytes)
+            let from = max(range.lowerBound, start), to = min(range.upperBound, position)
+            guard from < to, let slice = bytes.getSlice(at: bytes.readerIndex + Int(from - start), length: Int(to - from)) else { return }
+            try await consume(slice)
+        }
+        guard position >= range.upperBound else {
+            throw FetchError(.corrupt, "\(path) ended at byte \(position), before the end of the range \(range)")
+        }
+    }
+
+    /// Reading a range reads the whole file.
+    public var servesRanges: Bool { false }
+
+    /// No ETags: the file is read again and always reported modified.
+    public func conditionalData(at path: String, limit: ByteCount, etag: String?) async throws(FetchError) -> ConditionalFetch {
+        .modified(try await data(at: path, limit: limit), etag: nil)
     }
 
     /// False when every server behind this origin failed to answer its last request.

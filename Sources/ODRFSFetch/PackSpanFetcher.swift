@@ -1,12 +1,18 @@
 import NIOCore
 import ODRFSCore
 
-/// Fetches chosen spans of a pack file: what an update lacks of a changed pack.
+/// Fetches chosen spans of a pack: what an update lacks of a changed pack.
 ///
-/// Spans closer than ``coalescingGap`` are merged, and each run is one HTTP range
-/// request (`HTTPOrigin.download(_:range:fileBytes:into:)`). An origin without ranges (a
-/// local dist dir) is read once, whole, and only the spans' bytes are kept. The bytes are
-/// not verified here: the caller verifies the whole assembled pack.
+/// A plain tar pack: spans closer than ``coalescingGap`` are merged, and each run is one
+/// range request (``Origin/download(_:range:fileBytes:into:)``, forwarded by a
+/// ``MirrorSet`` to its healthiest server). An origin without ranges (a local dist dir,
+/// ``Origin/servesRanges`` false) is read once, whole, and only the spans' bytes are kept.
+/// These bytes are not verified here: the caller verifies the whole assembled pack.
+///
+/// A compressed pack (`packs/<sha256>.tar.zst`) cannot be cut at uncompressed offsets:
+/// the spans are mapped to the chunks they touch, and those chunks' frames are fetched
+/// (adjacent frames in one range request), decoded and verified against their chunk
+/// hashes (see `PackSpanFetcher+Compressed.swift`); whole verified chunks are written.
 public struct PackSpanFetcher: Sendable {
     public let origin: any Origin
 
@@ -18,10 +24,15 @@ public struct PackSpanFetcher: Sendable {
     }
 
     /// Hands every byte of `spans` (sorted, disjoint, inside the pack) to `write` with its
-    /// offset in the pack. Returns the bytes transferred.
+    /// offset in the uncompressed pack — for a compressed pack, the whole chunks holding
+    /// them, each verified. Returns the bytes transferred (compressed bytes for a
+    /// compressed pack). `chunkSize` is the manifest's.
     @discardableResult
-    public func fetch(_ pack: PackDescriptor, spans: [Range<Int64>],
+    public func fetch(_ pack: PackDescriptor, chunkSize: ByteCount, spans: [Range<Int64>],
                       write: (Int64, [UInt8]) async throws(FetchError) -> Void) async throws(FetchError) -> Int64 {
+        if let table = try Self.frameTable(of: pack, chunkSize: chunkSize) {
+            return try await fetchFrames(pack, table: table, spans: spans, write: write)
+        }
         var groups: [Range<Int64>] = []
         for span in spans where !span.isEmpty {
             if let last = groups.last, span.lowerBound - last.upperBound <= Self.coalescingGap {
@@ -31,11 +42,11 @@ public struct PackSpanFetcher: Sendable {
             }
         }
         guard !groups.isEmpty else { return 0 }
-        if let http = origin as? HTTPOrigin {
+        if origin.servesRanges {
             var fetched: Int64 = 0
             for group in groups {
                 var position = group.lowerBound
-                try await http.download(pack.file, range: group, fileBytes: pack.bytes) { (chunk: ByteBuffer) async throws(FetchError) in
+                try await origin.download(pack.file, range: group, fileBytes: pack.bytes) { (chunk: ByteBuffer) async throws(FetchError) in
                     let at = position
                     position += Int64(chunk.readableBytes)
                     try await write(at, Array(chunk.readableBytesView))
@@ -57,5 +68,23 @@ public struct PackSpanFetcher: Sendable {
             }
         }
         return pack.bytes.value
+    }
+
+    /// What fetching `spans` of `pack` moves over the wire, for the update plan: the
+    /// spans' bytes for a plain pack, the frames of the chunks they touch for a compressed one.
+    public static func transferBytes(of pack: PackDescriptor, chunkSize: ByteCount, spans: [Range<Int64>]) -> Int64 {
+        guard let table = try? frameTable(of: pack, chunkSize: chunkSize) else {
+            return spans.reduce(0) { $0 + Int64($1.count) }
+        }
+        return table.compressedBytes(ofRuns: table.chunkRuns(touching: spans))
+    }
+
+    /// The validated frame table of a compressed pack; nil for a plain tar.
+    static func frameTable(of pack: PackDescriptor, chunkSize: ByteCount) throws(FetchError) -> FrameTable? {
+        do {
+            return try FrameTable(validating: pack, chunkSize: chunkSize)
+        } catch {
+            throw FetchError(.corrupt, "pack '\(pack.id)' (\(pack.file)): \(error)")
+        }
     }
 }

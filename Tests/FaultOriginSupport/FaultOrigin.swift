@@ -47,6 +47,7 @@ public final class FaultOrigin: Sendable {
         var files: [String: [UInt8]] = [:]
         var scripts: [String: [Behaviour]] = [:]
         var seen: [Seen] = []
+        var sent: [String: Int] = [:]
     }
 
     private let state = Mutex(State())
@@ -96,6 +97,16 @@ public final class FaultOrigin: Sendable {
     }
 
     public var seen: [Seen] { state.withLock { $0.seen } }
+
+    /// Body bytes answered with `.serve` for `path` (whole files and ranges).
+    public func bytesSent(of path: String) -> Int {
+        state.withLock { $0.sent[path] ?? 0 }
+    }
+
+    fileprivate func recordSent(_ count: Int, for head: HTTPRequestHead) {
+        let path = String(head.uri.prefix { $0 != "?" })
+        state.withLock { $0.sent[path, default: 0] += count }
+    }
 
     public func requests(of path: String) -> [Seen] {
         seen.filter { $0.path == path }
@@ -164,12 +175,15 @@ private final class FaultHandler: ChannelInboundHandler {
         let ifRange = head.headers.first(name: "If-Range")
         if case .serveIgnoringRange = behaviour {
         } else if case .stallIgnoringRange = behaviour {
-        } else if let range = head.headers.first(name: "Range"), range.hasPrefix("bytes="), range.hasSuffix("-"),
-                  let start = Int(range.dropFirst(6).dropLast()), start < file.count,
+        } else if let range = head.headers.first(name: "Range"), range.hasPrefix("bytes="),
+                  case let bounds = range.dropFirst(6).split(separator: "-", omittingEmptySubsequences: false), bounds.count == 2,
+                  let start = Int(bounds[0]), start < file.count,
                   ifRange == nil || ifRange == FaultOrigin.entityTag {
+            // `bytes=a-` (a resume) or `bytes=a-b` (an update's span); b past the end is cut there.
+            let last = bounds[1].isEmpty ? file.count - 1 : min(Int(bounds[1]) ?? file.count - 1, file.count - 1)
             status = .partialContent
-            body = file[start...]
-            headers.append(("Content-Range", "bytes \(start)-\(file.count - 1)/\(file.count)"))
+            body = file[start...max(start, last)]
+            headers.append(("Content-Range", "bytes \(start)-\(max(start, last))/\(file.count)"))
         }
         switch behaviour {
         case .truncate(let count), .reset(let count):
@@ -200,6 +214,7 @@ private final class FaultHandler: ChannelInboundHandler {
             buffer.writeBytes(body.prefix(count))
             context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
         default:
+            origin.recordSent(body.count, for: head)
             send(status: status, headers: headers, body: Array(body), context: context)
         }
     }

@@ -75,7 +75,15 @@ import Testing
         #expect(fetch.downloadBytes == changed, "\(fetch.downloadBytes)")
         // The changed big file is guessed from its old version (same path and size).
         #expect(fetch.assembly.speculative.contains { $0.target == extent("a/two.bin").lowerBound })
-        #expect(plan.downloadBytes == fetch.downloadBytes)
+        // What crosses the wire: for a compressed pack (the default), the frames of the chunks
+        // the remote spans touch; for a plain one, the spans.
+        if let table = try FrameTable(validating: pack, chunkSize: new.manifest.chunkSize) {
+            let runs = table.chunkRuns(touching: fetch.assembly.remote)
+            #expect(!runs.isEmpty && fetch.wireBytes == table.compressedBytes(ofRuns: runs))
+        } else {
+            #expect(fetch.wireBytes == fetch.downloadBytes)
+        }
+        #expect(plan.downloadBytes == fetch.wireBytes)
     }
 
     @Test func unchangedFilesKeepTheirInodes() throws {

@@ -86,25 +86,24 @@ final class BundleUpdater: Sendable {
 
     /// A check from the interval timer (`--update-interval`): a conditional GET with the
     /// ETag of the last one, so nothing but a 304 travels while the manifest is unchanged;
-    /// nil then. Origins without ETags (a local dist dir) are simply read again.
+    /// nil then. Origins without ETags (a local dist dir) are simply read again
+    /// (``Origin/conditionalData(at:limit:etag:)``; a ``MirrorSet`` asks its healthiest server).
     func periodicCheck() async throws(ControlError) -> UpdateReport? {
-        var prefetched: Data?
-        if let http = origin as? HTTPOrigin {
-            let etag = manifestETag.withLock { $0 }
-            let answer: ConditionalFetch
-            do {
-                answer = try await http.conditionalData(at: Manifest.fileName, limit: manifestLimit, etag: etag)
-            } catch {
-                throw Self.controlError(error, "cannot check \(origin.displayName) for updates")
-            }
-            switch answer {
-            case .notModified:
-                revisions.current.updateCheck.touch(at: Date())
-                return nil
-            case .modified(let data, let etag):
-                manifestETag.withLock { $0 = etag }
-                prefetched = data
-            }
+        let etag = manifestETag.withLock { $0 }
+        let answer: ConditionalFetch
+        do {
+            answer = try await origin.conditionalData(at: Manifest.fileName, limit: manifestLimit, etag: etag)
+        } catch {
+            throw Self.controlError(error, "cannot check \(origin.displayName) for updates")
+        }
+        let prefetched: Data
+        switch answer {
+        case .notModified:
+            revisions.current.updateCheck.touch(at: Date())
+            return nil
+        case .modified(let data, let etag):
+            manifestETag.withLock { $0 = etag }
+            prefetched = data
         }
         return try await check(prefetched: prefetched).report
     }

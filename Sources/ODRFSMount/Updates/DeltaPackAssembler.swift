@@ -103,10 +103,11 @@ struct DeltaPackAssembler {
         }
     }
 
-    /// The missing spans, coalesced (see ``PackSpanFetcher``); returns the bytes fetched.
+    /// The missing spans, coalesced, or for a compressed pack the verified chunks holding
+    /// them (see ``PackSpanFetcher``); returns the bytes fetched.
     private func fetchRemote(_ pack: PackDescriptor, spans: [Range<Int64>], into file: TemporaryFile) async throws(FetchError) -> Int64 {
         let (io, fd, path) = (self.io, file.descriptor, file.path)
-        return try await PackSpanFetcher(origin: origin).fetch(pack, spans: spans) { (offset: Int64, bytes: [UInt8]) async throws(FetchError) in
+        return try await PackSpanFetcher(origin: origin).fetch(pack, chunkSize: chunkSize, spans: spans) { (offset: Int64, bytes: [UInt8]) async throws(FetchError) in
             try await io.run { () throws(FetchError) in try Self.write(bytes, to: fd, at: offset, path: path) }
         }
     }

@@ -1,4 +1,5 @@
 import ODRFSCore
+import ODRFSFetch
 
 /// What moving from the mounted revision to an available one costs, computed from the two
 /// manifests and file indexes alone (no I/O but page faults in the mapped indexes): which
@@ -13,6 +14,8 @@ import ODRFSCore
 /// (whole files by SHA-256 — index version 2 — rebuilt tar framing, matching chunks) and
 /// which must be fetched. `downloadBytes` is an upper bound: a changed file whose old
 /// version is cached is guessed in first, and only its chunks that then fail are fetched.
+/// It counts what crosses the wire: for a compressed pack, the frames of the chunks the
+/// remote spans touch (``PackSpanFetcher/transferBytes(of:chunkSize:spans:)``).
 struct UpdatePlan: Sendable {
     /// Bytes of a new pack that a local file already holds.
     struct ReusedSpan: Sendable, Equatable {
@@ -30,8 +33,11 @@ struct UpdatePlan: Sendable {
         var pack: PackNumber
         var assembly: PackAssemblyPlan
         var reusedBytes: Int64
-        /// `bytes − reusedBytes`: the spans to download.
+        /// `bytes − reusedBytes`: the spans to download, in bytes of the uncompressed pack.
         var downloadBytes: Int64
+        /// What downloading them transfers: `downloadBytes` for a plain tar pack, the
+        /// compressed frames holding them for a compressed one.
+        var wireBytes: Int64
     }
 
     /// Packs of the available manifest with new content, in manifest order.
@@ -70,8 +76,10 @@ struct UpdatePlan: Sendable {
                 })
             let missing = assembly.remoteBytes
             let reusedBytes = max(descriptor.bytes.value - missing, 0)
-            fetches.append(PackFetch(pack: number, assembly: assembly, reusedBytes: reusedBytes, downloadBytes: missing))
-            download = download.addingReportingOverflow(missing).overflow ? .max : download + missing
+            let wire = PackSpanFetcher.transferBytes(of: descriptor, chunkSize: available.chunkSize, spans: assembly.remote)
+            fetches.append(PackFetch(pack: number, assembly: assembly, reusedBytes: reusedBytes, downloadBytes: missing,
+                                     wireBytes: wire))
+            download = download.addingReportingOverflow(wire).overflow ? .max : download + wire
             reused = reused.addingReportingOverflow(reusedBytes).overflow ? .max : reused + reusedBytes
         }
         return UpdatePlan(changedPacks: changed, fetches: fetches, downloadBytes: download, reusedBytes: reused)
