@@ -17,17 +17,12 @@ struct FrameAssembler {
     private(set) var nextChunk = 0
     private var pending: [UInt8] = []
 
-    /// An assembler for the stream from the first byte of `chunk`'s frame on (a download
-    /// that resumes after the frames before it were verified).
+    /// An assembler for the stream from the first byte of `chunk`'s frame on: a download
+    /// that resumes after the frames before it were verified, or a range request for some
+    /// frames (an update).
     init(table: FrameTable, startingAt chunk: Int = 0) {
         self.table = table
         self.nextChunk = min(max(0, chunk), table.count)
-    }
-
-    /// For a stream that starts at the frame of `chunk` (a range request for some frames).
-    init(table: FrameTable, startingAt chunk: Int) {
-        self.table = table
-        self.nextChunk = min(max(chunk, 0), table.count)
     }
 
     /// Every frame has arrived.
