@@ -81,7 +81,7 @@ extension MirrorSet {
                     lastError = error
                     if position + 1 < order.count {
                         let next = members.withLock { $0[order[position + 1]] }
-                        logger.warning("mirror failed; moving the fetch to the next", metadata: [
+                        logger.warning("mirror failed; moving the download to the next", metadata: [
                             "fetch.path": "\(path)", "mirror": "\(member.origin.displayName)",
                             "next": "\(next.origin.displayName)", "error": "\(error)",
                         ])

@@ -127,59 +127,14 @@ public final class MirrorSet: Origin {
         expectedBytes: ByteCount,
         into consume: (ByteBuffer) async throws(FetchError) -> Void
     ) async throws(FetchError) {
-        let started = ContinuousClock.now
         var delivered = max(0, offset)
-        var lastError: FetchError?
-        while true {
-            let order = ranking(for: path)
-            guard !order.isEmpty else {
-                throw lastError ?? FetchError(.corrupt, "every server sent bad bytes for \(path)")
-            }
-            var everyServerDown = true
-            for (position, index) in order.enumerated() {
-                let member = members.withLock { $0[index] }
-                var consumerFailed = false
-                do throws(FetchError) {
-                    try await member.origin.download(path, from: delivered, expectedBytes: expectedBytes) {
-                        (bytes: ByteBuffer) async throws(FetchError) in
-                        let count = Int64(bytes.readableBytes)
-                        do throws(FetchError) { try await consume(bytes) } catch {
-                            consumerFailed = true
-                            throw error
-                        }
-                        delivered += count
-                    }
-                    member.record.recordCompleted()
-                    return
-                } catch {
-                    if consumerFailed {
-                        if error.kind == .corrupt { distrust(index, for: path, member: member, error: error) }
-                        throw error
-                    }
-                    switch error.kind {
-                    case .cancelled, .localIO, .noSpace, .tooManyOpenFiles, .invalidOrigin, .unsupported: throw error
-                    case .unreachable, .notFound, .unauthorized, .corrupt: break
-                    }
-                    if member.record.snapshot.isReachable != false { everyServerDown = false }
-                    if member.record.snapshot.isReachable != false { member.record.recordFailure(error.message) }
-                    lastError = error
-                    if position + 1 < order.count {
-                        let next = members.withLock { $0[order[position + 1]] }
-                        logger.warning("mirror failed; moving the download to the next", metadata: [
-                            "fetch.path": "\(path)", "mirror": "\(member.origin.displayName)",
-                            "next": "\(next.origin.displayName)", "fetch.offset": "\(delivered)", "error": "\(error)",
-                        ])
-                    }
+        try await withFailover(path) { (origin: any Origin, consumerFailed: inout Bool) async throws(FetchError) in
+            try await origin.download(path, from: delivered, expectedBytes: expectedBytes) { (bytes: ByteBuffer) async throws(FetchError) in
+                do throws(FetchError) { try await consume(bytes) } catch {
+                    consumerFailed = true
+                    throw error
                 }
-            }
-            // Every server failed. While none can even be reached, go round again for a
-            // little (a network blip); otherwise report the last failure.
-            let failure = lastError ?? FetchError(.unreachable, "no server for \(path)")
-            guard everyServerDown, ContinuousClock.now - started < unreachableAfter else {
-                throw FetchError(failure.kind, order.count > 1 ? "all \(order.count) servers failed; last: \(failure.message)" : failure.message)
-            }
-            do { try await Task.sleep(for: .milliseconds(250)) } catch {
-                throw FetchError(.cancelled, "fetch of \(path) was cancelled")
+                delivered += Int64(bytes.readableBytes)
             }
         }
     }
