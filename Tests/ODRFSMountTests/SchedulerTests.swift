@@ -45,7 +45,7 @@ final class PacedOrigin: Origin {
 
 /// The download classes: an open beats prefetch, which pauses while an open waits; the
 /// background rate cap; the quiet period before prefetch.
-@Suite("Download scheduler", .timeLimit(.minutes(1)))
+@Suite("Download scheduler", .timingSensitive, .timeLimit(.minutes(1)))
 struct SchedulerTests {
     let bundle = SyntheticBundle(packContents: [
         (.base, SyntheticBundle.bytes(10, seed: 0)),
@@ -75,7 +75,9 @@ struct SchedulerTests {
     @Test("a prefetch download pauses while an open waits, and resumes after")
     func prefetchPausesForAnOpen() async throws {
         let cache = try TemporaryDirectory()
-        let origin = PacedOrigin(files: bundle.files, gated: [bundle.manifest.pack(menu).file])
+        // 200 pieces 10 ms apart: about 2 s unpaused, so that a loaded machine still sees
+        // the open arrive while the prefetch runs.
+        let origin = PacedOrigin(files: bundle.files, gated: [bundle.manifest.pack(menu).file], pieces: 200)
         let manager = try makeManager(origin, cache: cache.path)
         let prefetch = Task { try await manager.makeLocal(levels, priority: .prefetch) }
         #expect(await waitUntil { manager.progress(of: [levels]).completed > 0 }, "prefetch never started")
@@ -83,7 +85,7 @@ struct SchedulerTests {
         #expect(await waitUntil { manager.isForegroundBusy })
         try await Task.sleep(for: .milliseconds(50))   // a buffer already in flight may land
         let before = manager.progress(of: [levels]).completed
-        try await Task.sleep(for: .milliseconds(300))  // the whole pack would take about 0.5 s unpaused
+        try await Task.sleep(for: .milliseconds(300))  // the whole pack would take about 2 s unpaused
         let after = manager.progress(of: [levels]).completed
         #expect(after == before, "prefetch moved from \(before) to \(after) bytes while an open waited")
         #expect(manager.state(of: levels) == .downloading)

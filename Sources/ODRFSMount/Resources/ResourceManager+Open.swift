@@ -27,7 +27,14 @@ extension ResourceManager {
         completion: @escaping @Sendable (Result<PackReader, FetchError>) -> Void
     ) {
         let resume: @Sendable (Result<VerifiedFile?, FetchError>) -> Void = { [self] result in
-            switch result.flatMap({ makeReader(pack, file: $0) }) {
+            // A failed download is final here (the downloader already retried); only a
+            // cached copy that vanished is worth another download.
+            let file: VerifiedFile?
+            switch result {
+            case .success(let verified): file = verified
+            case .failure(let error): return completion(.failure(error))
+            }
+            switch makeReader(pack, file: file) {
             case .success(let reader):
                 completion(.success(reader))
             case .failure(let error) where error.kind == .notFound && retryIfMissing:
