@@ -23,28 +23,9 @@ extension BundleResourceRequest {
     /// requests you can spare. The stream throws ``BundleResourceRequestError/daemonUnavailable(_:)``
     /// when the daemon goes away; stop iterating to unsubscribe.
     public static func lowDiskSpaceEvents(mountpoint: String) -> AsyncThrowingStream<LowDiskSpaceEvent, any Error> {
-        let (stream, continuation) = AsyncThrowingStream.makeStream(of: LowDiskSpaceEvent.self)
-        let task = Task {
-            do throws(ControlError) {
-                let client = try await SharedControlClient.client(mountpoint: mountpoint)
-                let reply = try await client.call(.watchDisk) { event in
-                    if let available = event.availableBytes {
-                        continuation.yield(LowDiskSpaceEvent(availableBytes: available, minimumFree: event.minimumFree))
-                    }
-                }
-                await client.waitUntilClosed()   // or until the consumer stops iterating
-                if Task.isCancelled {
-                    if let id = reply.id { client.post(.end(request: id)) }
-                    continuation.finish()
-                } else {
-                    continuation.finish(throwing: BundleResourceRequestError.daemonUnavailable("the ODRFS daemon of \(mountpoint) went away"))
-                }
-            } catch {
-                continuation.finish(throwing: BundleResourceRequestError(error))
-            }
+        watch(.watchDisk, mountpoint: mountpoint) { response in
+            response.availableBytes.map { LowDiskSpaceEvent(availableBytes: $0, minimumFree: response.minimumFree) }
         }
-        continuation.onTermination = { _ in task.cancel() }
-        return stream
     }
 
     @discardableResult
