@@ -9,21 +9,34 @@ import Synchronization
 /// one revision from start to end, and a handle opened before the switch keeps reading
 /// the bytes it opened (see ``ReaderTable``).
 final class RevisionSwitchingFileSystem: FUSEFileSystem {
-    private let current: Mutex<BundleFileSystem>
+    /// The revision served now, and the one it replaced (nil before the first update).
+    private let revisions: Mutex<(current: BundleFileSystem, previous: BundleFileSystem?)>
 
     init(_ initial: BundleFileSystem) {
-        current = Mutex(initial)
+        revisions = Mutex((initial, nil))
     }
 
     /// The revision served now.
-    var served: BundleFileSystem { current.withLock { $0 } }
+    var served: BundleFileSystem { revisions.withLock { $0.current } }
+
+    /// The revision that knows `inode`: the one served now, or — for an inode of a file
+    /// the switch changed, which a program looked up just before it (`open` after
+    /// `lookup`, `fstat`) — the one it replaced, so that such a request still sees one
+    /// whole revision instead of failing.
+    private func serving(_ inode: InodeNumber) -> BundleFileSystem {
+        revisions.withLock { revisions in
+            guard revisions.current.inodes.node(for: inode) == nil, let previous = revisions.previous,
+                  previous.inodes.node(for: inode) != nil else { return revisions.current }
+            return previous
+        }
+    }
 
     /// Serves `next` from now on; returns the one it replaces.
     @discardableResult
     func switchTo(_ next: BundleFileSystem) -> BundleFileSystem {
-        current.withLock { current in
-            let previous = current
-            current = next
+        revisions.withLock { revisions in
+            let previous = revisions.current
+            revisions = (next, previous)
             return previous
         }
     }
@@ -37,15 +50,15 @@ final class RevisionSwitchingFileSystem: FUSEFileSystem {
     }
 
     func getAttributes(inode: InodeNumber, request: consuming FUSERequest) {
-        served.getAttributes(inode: inode, request: request)
+        serving(inode).getAttributes(inode: inode, request: request)
     }
 
     func readLink(inode: InodeNumber, request: consuming FUSERequest) {
-        served.readLink(inode: inode, request: request)
+        serving(inode).readLink(inode: inode, request: request)
     }
 
     func open(inode: InodeNumber, flags: OpenFlags, request: consuming FUSERequest) {
-        served.open(inode: inode, flags: flags, request: request)
+        serving(inode).open(inode: inode, flags: flags, request: request)
     }
 
     func read(inode: InodeNumber, handle: FileHandleID, offset: Int64, size: Int, request: consuming FUSERequest) {
@@ -73,15 +86,15 @@ final class RevisionSwitchingFileSystem: FUSEFileSystem {
     }
 
     func getExtendedAttribute(inode: InodeNumber, name: String, size: Int, request: consuming FUSERequest) {
-        served.getExtendedAttribute(inode: inode, name: name, size: size, request: request)
+        serving(inode).getExtendedAttribute(inode: inode, name: name, size: size, request: request)
     }
 
     func listExtendedAttributes(inode: InodeNumber, size: Int, request: consuming FUSERequest) {
-        served.listExtendedAttributes(inode: inode, size: size, request: request)
+        serving(inode).listExtendedAttributes(inode: inode, size: size, request: request)
     }
 
     func access(inode: InodeNumber, mask: Int32, request: consuming FUSERequest) {
-        served.access(inode: inode, mask: mask, request: request)
+        serving(inode).access(inode: inode, mask: mask, request: request)
     }
 
     func rejectMutation(_ operation: String, request: consuming FUSERequest) {
