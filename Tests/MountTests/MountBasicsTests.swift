@@ -58,6 +58,28 @@ struct MountBasicsTests {
         #expect(fields.joined(separator: " ").contains("max_read=\(MountOptions.spliceSafeMaxRead())"))
     }
 
+    @Test("the connection takes 64 background requests, so reads waiting on a download cannot hold back closes")
+    func backgroundSlots() async throws {
+        let fixture = try MountFixture()
+        try await fixture.buildTestBundle()
+        try await fixture.mount()
+        let connections = "/sys/fs/fuse/connections"
+        let listed = (try? FileManager.default.contentsOfDirectory(atPath: connections)) ?? []
+        if listed.isEmpty {
+            // fusectl is not mounted in most containers; as root (the mount tests' condition) it can be.
+            let mounted = try await Command.run("/bin/mount", ["-t", "fusectl", "fusectl", connections])
+            try #require(mounted.status == 0 || mounted.stderr.contains("already mounted"), "\(mounted.stderr)")
+        }
+        let mountinfo = try String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)
+        let fields = try #require(mountinfo.split(separator: "\n").map { $0.split(separator: " ") }
+            .last { $0.count > 4 && $0[4] == fixture.mountpoint[...] })
+        // The connection directory is named by the device number (major 0 for FUSE).
+        let minor = try #require(fields[2].split(separator: ":").last)
+        let read = { (name: String) in try String(contentsOfFile: "\(connections)/\(minor)/\(name)", encoding: .utf8) }
+        #expect(try read("max_background") == "64\n")
+        #expect(try read("congestion_threshold") == "48\n")
+    }
+
     @Test("cat of on-demand files is byte-identical and fetches exactly one pack, once")
     func readFetchesOnePack() async throws {
         let fixture = try MountFixture()
