@@ -69,10 +69,18 @@ public struct ByteCount: Hashable, Comparable, Sendable, Codable, CustomStringCo
     }
 
     public static func < (lhs: ByteCount, rhs: ByteCount) -> Bool { lhs.value < rhs.value }
-    public static func + (lhs: ByteCount, rhs: ByteCount) -> ByteCount { ByteCount(lhs.value + rhs.value) }
-    public static func - (lhs: ByteCount, rhs: ByteCount) -> ByteCount { ByteCount(lhs.value - rhs.value) }
-    public static func += (lhs: inout ByteCount, rhs: ByteCount) { lhs.value += rhs.value }
-    public static func -= (lhs: inout ByteCount, rhs: ByteCount) { lhs.value -= rhs.value }
+    // Saturating: sizes are bounded once validated (``BundleLimits``), but a ByteCount can also
+    // come from a command line or a decoded status, and byte accounting must never trap.
+    public static func + (lhs: ByteCount, rhs: ByteCount) -> ByteCount {
+        let (sum, overflow) = lhs.value.addingReportingOverflow(rhs.value)
+        return ByteCount(overflow ? (rhs.value > 0 ? .max : .min) : sum)
+    }
+    public static func - (lhs: ByteCount, rhs: ByteCount) -> ByteCount {
+        let (difference, overflow) = lhs.value.subtractingReportingOverflow(rhs.value)
+        return ByteCount(overflow ? (rhs.value < 0 ? .max : .min) : difference)
+    }
+    public static func += (lhs: inout ByteCount, rhs: ByteCount) { lhs = lhs + rhs }
+    public static func -= (lhs: inout ByteCount, rhs: ByteCount) { lhs = lhs - rhs }
 
     public init(from decoder: any Decoder) throws {
         self.value = try decoder.singleValueContainer().decode(Int64.self)

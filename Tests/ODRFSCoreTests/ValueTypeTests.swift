@@ -42,6 +42,19 @@ import Testing
         #expect(ByteCount(parsing: text) == nil)
     }
 
+    @Test func byteCountArithmeticSaturatesInsteadOfTrapping() {
+        // A decoded status or a command line can carry any Int64: sums must not trap.
+        #expect((ByteCount(.max) + ByteCount(1)).value == .max)
+        #expect((ByteCount(.min) - ByteCount(1)).value == .min)
+        #expect((ByteCount(.max) - ByteCount(-5)).value == .max)
+        var total = ByteCount(.max - 1)
+        total += ByteCount(10)
+        #expect(total.value == .max)
+        total -= ByteCount(.max)
+        #expect(total == .zero)
+        #expect((ByteCount(3) + ByteCount(4)).value == 7 && (ByteCount(3) - ByteCount(4)).value == -1)
+    }
+
     @Test func byteCountDescription() {
         #expect(ByteCount(512).description == "512 B")
         #expect(ByteCount(0).description == "0 B")
