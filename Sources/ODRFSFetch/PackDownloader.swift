@@ -19,11 +19,14 @@ public struct PackDownloader: Sendable {
     /// Where writes, fsyncs and publication run (never on the cooperative pool).
     public let io: IOExecutor
     let logger: Logger
-    /// Bytes of packs received from the origin, as they travelled (compressed or not).
-    public let wire = WireByteCounter()
+    /// Bytes of packs received from the origin, as they travelled (compressed or not);
+    /// shared by the downloaders of one mount across revisions, so an update does not reset it.
+    public let wire: WireByteCounter
 
-    public init(origin: any Origin, store: PackStore, chunkSize: ByteCount, io: IOExecutor = .cache, logger: Logger) {
+    public init(origin: any Origin, store: PackStore, chunkSize: ByteCount, io: IOExecutor = .cache,
+                wire: WireByteCounter = WireByteCounter(), logger: Logger) {
         self.origin = origin
+        self.wire = wire
         self.store = store
         self.chunkSize = chunkSize
         self.io = io

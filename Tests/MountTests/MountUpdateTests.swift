@@ -149,6 +149,13 @@ struct MountUpdateTests {
         }
     }
 
+    /// The status file's "fetched N bytes on the wire".
+    static func wireBytes(_ fixture: MountFixture) -> Int64? {
+        let text = (try? String(contentsOfFile: fixture.mountpoint + "/.odrfs/status", encoding: .utf8)) ?? ""
+        guard let range = text.range(of: #"fetched (\d+) bytes on the wire"#, options: .regularExpression) else { return nil }
+        return Int64(text[range].split(separator: " ")[1])
+    }
+
     @Test("delta update: 4 KiB changed inside the 3 MiB big file fetches about one chunk, not the pack; the content is exact")
     func deltaUpdateFetchesOnlyWhatChanged() async throws {
         let fixture = try MountFixture()
@@ -179,9 +186,13 @@ struct MountUpdateTests {
             #expect(reused > 0 && reused < Int(pack.bytes.value) && planned <= Int(pack.compression?.bytes.value ?? 0))
         }
 
+        let wireBefore = try #require(Self.wireBytes(fixture), "no wire bytes in the status")
         let update = try await fixture.odrfs(["update", fixture.mountpoint, "--json"])
         try #require(update.status == 0, "\(update.stderr)\n\(fixture.log)")
         let served = Self.bytesServed(server.logText, file: pack.file)
+        // The mount's wire counter goes on across the switch and counts the update's ranges.
+        let wireAfter = try #require(Self.wireBytes(fixture), "no wire bytes in the status after the update")
+        #expect(wireAfter >= wireBefore + Int64(served), "wire bytes \(wireBefore) → \(wireAfter) after fetching \(served)")
         // The header is rebuilt locally, the old bytes are guessed in, and only the chunk that changed is fetched.
         #expect(served > 0 && served <= frame && served <= planned, "fetched \(served) bytes of a \(pack.bytes.value)-byte pack")
         #expect(try Data(contentsOf: URL(fileURLWithPath: fixture.mountpoint + "/big.bin")) == Data(big))

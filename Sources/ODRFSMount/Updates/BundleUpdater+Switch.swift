@@ -49,7 +49,8 @@ extension BundleUpdater {
     private func fetchPacks(of candidate: Candidate) async throws(ControlError) {
         let manager = revisions.current
         let store = manager.store
-        let downloader = PackDownloader(origin: origin, store: store, chunkSize: candidate.manifest.chunkSize, logger: logger)
+        let downloader = PackDownloader(origin: origin, store: store, chunkSize: candidate.manifest.chunkSize,
+                                        wire: manager.downloader.wire, logger: logger)
         let assembler = DeltaPackAssembler(origin: origin, store: store, io: manager.io, mounted: manager.manifest,
                                            index: candidate.index, chunkSize: candidate.manifest.chunkSize, logger: logger)
         for fetch in candidate.plan.fetches {
@@ -57,6 +58,7 @@ extension BundleUpdater {
             if await manager.io.run({ store.contains(descriptor) }) { continue }
             do {
                 let fetched = try await assembler.assemble(descriptor, plan: fetch.assembly)
+                manager.downloader.wire.add(fetched)
                 logger.info("pack assembled for the update", metadata: [
                     "pack.id": "\(descriptor.id)", "pack.bytes": "\(descriptor.bytes.value)", "fetched.bytes": "\(fetched)",
                 ])
@@ -101,7 +103,8 @@ extension BundleUpdater {
         let previous = fileSystem.served
         let old = previous.manager
         let io = old.io
-        let downloader = PackDownloader(origin: origin, store: old.store, chunkSize: candidate.manifest.chunkSize, logger: logger)
+        let downloader = PackDownloader(origin: origin, store: old.store, chunkSize: candidate.manifest.chunkSize,
+                                        wire: old.downloader.wire, logger: logger)
         let (limits, downloads, logger) = (old.limits, maximumConcurrentDownloads, self.logger)
         let manifest = candidate.manifest
         let manager: ResourceManager
