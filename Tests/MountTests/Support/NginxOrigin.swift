@@ -21,49 +21,13 @@ final class NginxOrigin {
         self.tls = tls
         accessLog = directory + "/access.log"
         self.port = port
-        try FileManager.default.createDirectory(atPath: directory + "/tmp", withIntermediateDirectories: true)
-        let config = """
-            daemon off;
-            master_process on;
-            worker_processes 1;
-            user root;
-            pid \(directory)/nginx.pid;
-            error_log \(directory)/error.log warn;
-            events { worker_connections 256; }
-            http {
-                access_log \(accessLog) combined;
-                client_body_temp_path \(directory)/tmp;
-                proxy_temp_path \(directory)/tmp;
-                fastcgi_temp_path \(directory)/tmp;
-                uwsgi_temp_path \(directory)/tmp;
-                scgi_temp_path \(directory)/tmp;
-                sendfile on;
-                server {
-                    listen 127.0.0.1:\(port)\(tls == nil ? "" : " ssl");
-                    \(tls.map { "ssl_certificate \($0.certificate); ssl_certificate_key \($0.key);" } ?? "")
-                    root \(dist);
-                    location / { try_files $uri =404; }
-                }
-            }
-            """
-        try config.write(toFile: directory + "/nginx.conf", atomically: true, encoding: .utf8)
-        process = try ChildProcess("/usr/sbin/nginx", ["-c", directory + "/nginx.conf", "-p", directory], stderr: directory + "/stderr.log")
-        let process = self.process
-        let connectable = {
-            (try? await Command.run("/usr/bin/env", ["python3", "-c", "import socket; socket.create_connection(('127.0.0.1', \(port)), 1)"]))?.status == 0
-        }
-        // Stop waiting as soon as nginx exits (e.g. the port is taken): the caller retries.
-        var ready = await eventually(timeout: .seconds(10)) {
-            if !process.isRunning { return true }
-            return await connectable()
-        }
-        await pause(.milliseconds(100))
-        ready = ready && process.isRunning
-        if !ready {
-            process.stop()
-            let errors = (try? String(contentsOfFile: directory + "/stderr.log", encoding: .utf8)) ?? ""
-            throw NginxError(message: "nginx did not start: \(errors)")
-        }
+        process = try await NginxProcess.start(
+            in: directory, port: port, tls: tls != nil, accessLog: accessLog, http: "sendfile on;",
+            server: """
+                \(tls.map { "ssl_certificate \($0.certificate); ssl_certificate_key \($0.key);" } ?? "")
+                root \(dist);
+                location / { try_files $uri =404; }
+                """)
     }
 
     /// Request lines (method and path) from the access log, in order.
@@ -83,8 +47,5 @@ final class NginxOrigin {
         process.stop(gracefully: .seconds(5))
     }
 
-    struct NginxError: Error, CustomStringConvertible {
-        var message: String
-        var description: String { message }
-    }
+    typealias NginxError = NginxProcess.StartError
 }
