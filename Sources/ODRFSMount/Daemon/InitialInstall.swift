@@ -8,12 +8,7 @@ enum InitialInstall {
     /// `progress` with (bytes local, bytes total) for the waiting `odrfs mount`'s bar.
     static func run(manager: ResourceManager, progress: @escaping @Sendable (Int64, Int64) -> Void) async throws(MountError) {
         let manifest = manager.manifest
-        var packs = [PackNumber(0)]
-        for tag in manifest.initialInstall {
-            for pack in manifest.packs(for: tag) where !packs.contains(pack) {
-                packs.append(pack)
-            }
-        }
+        let packs = [PackNumber(0)] + manager.tagPacks.packs(for: manifest.initialInstall).filter { $0 != PackNumber(0) }
         for pack in packs { manager.noteAccess(pack, cause: .initialInstall) }
         let total = manager.progress(of: packs).total
         let observation = manager.observeProgress(of: packs) { done, total in progress(done, total) }

@@ -134,7 +134,7 @@ struct PrefetchService: Service {
         var seen: Set<PackNumber> = []
         var order: [(pack: PackNumber, tag: String)] = learned.map { ($0, "learned") }
         for tag in manifest.prefetch {
-            order += manifest.packs(for: tag).map { ($0, tag.name) }
+            order += manager.tagPacks.packs(for: tag).map { ($0, tag.name) }
         }
         for (pack, tag) in order where seen.insert(pack).inserted {
             if Task.isCancelled { return }

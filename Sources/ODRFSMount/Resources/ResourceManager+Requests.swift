@@ -29,14 +29,8 @@ extension ResourceManager {
     /// Every pack that files carrying any of `tags` live in (shared packs included),
     /// or `.invalidTag` for the first unknown tag.
     public func packs(for tags: [Tag]) throws(ResourceRequestError) -> [PackNumber] {
-        var packs: [PackNumber] = []
-        for tag in tags {
-            guard manifest.tags.contains(where: { $0.tag == tag }) else { throw .invalidTag(tag) }
-            for pack in manifest.packs(for: tag) where !packs.contains(pack) {
-                packs.append(pack)
-            }
-        }
-        return packs
+        if let unknown = tags.first(where: { !tagPacks.declares($0) }) { throw .invalidTag(unknown) }
+        return tagPacks.packs(for: tags)
     }
 
     /// Begins accessing `tags` like `NSBundleResourceRequest.beginAccessingResources`:

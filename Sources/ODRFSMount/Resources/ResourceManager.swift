@@ -26,6 +26,8 @@ import Synchronization
 /// See the module's threading model for which thread runs what.
 public final class ResourceManager: Sendable {
     public let manifest: Manifest
+    /// The manifest's tag → packs relation as dictionaries (per-tag lookups at mount and per request).
+    public let tagPacks: TagPackIndex
     public let limits: CacheLimits
     let store: PackStore
     let downloader: PackDownloader
@@ -61,6 +63,7 @@ public final class ResourceManager: Sendable {
         events: MountEvents = MountEvents()
     ) throws(StoreError) {
         self.manifest = manifest
+        tagPacks = TagPackIndex(manifest)
         self.limits = limits
         self.store = store
         self.downloader = downloader
