@@ -43,6 +43,9 @@ public final class HTTPOrigin: Origin {
     public let healthRecord: OriginHealth
     let unreachableAfter: Duration
     private let isShutDown = Mutex(false)
+    /// Set once the server answered a multi-range request with the whole file: it does not
+    /// do them, so later multi-range downloads send one range request per range instead.
+    let ignoresMultipleRanges = Mutex(false)
 
     static let maxRedirects = 5
 
