@@ -25,6 +25,10 @@ import Synchronization
 ///   timeout) the fetch fails with `.unreachable` after `unreachableAfter` (2.5 s) instead:
 ///   nobody is there, and an open must not wait half a minute to learn it. The connection
 ///   pool's own reconnect loop is off so that these failures reach this loop at once.
+/// - An update's spans of one pack go in one request, `Range: bytes=a-b,c-d,…`, answered
+///   `multipart/byteranges` (`HTTPOrigin+MultiRange.swift`, parsed by `MultipartByteRanges`);
+///   a server that answers such a request with the whole file is asked one range at a time
+///   from then on.
 /// - Every response head and every connection failure is recorded in ``healthRecord``.
 /// - A bearer token goes to the origin's own scheme, host and port only, never along a
 ///   redirect elsewhere. Neither the token nor the URL's query appears in logs or errors.
@@ -43,6 +47,9 @@ public final class HTTPOrigin: Origin {
     public let healthRecord: OriginHealth
     let unreachableAfter: Duration
     private let isShutDown = Mutex(false)
+    /// Set once the server answered a multi-range request with the whole file: it does not
+    /// do them, so later multi-range downloads send one range request per range instead.
+    let ignoresMultipleRanges = Mutex(false)
 
     static let maxRedirects = 5
 

@@ -23,7 +23,9 @@ import Synchronization
 /// - 404 and 401 from one server move on too (a mirror may lag or want another token); the
 ///   error the caller gets is the last server's.
 /// - Range requests (update spans) and conditional GETs (periodic update checks) go the
-///   same way (`MirrorSet+Failover.swift`); a range moves on from its first byte not yet delivered.
+///   same way (`MirrorSet+Failover.swift`); a range moves on from its first byte not yet
+///   delivered, a multi-range download with the ranges or remainders not yet delivered
+///   (`MirrorSet+MultiRange.swift`).
 public final class MirrorSet: Origin {
     /// One server with its health record.
     struct Member: Sendable {

@@ -45,6 +45,19 @@ public protocol Origin: Sendable {
         into consume: (ByteBuffer) async throws(FetchError) -> Void
     ) async throws(FetchError)
 
+    /// Streams bytes `ranges` of the file at `path` (`fileBytes` long) to `consume`, each
+    /// chunk with its offset in the file; a range's bytes in order, the ranges in any order,
+    /// every byte once. Overlapping or adjacent ranges are merged first. HTTP origins ask
+    /// for all of them in one request (`multipart/byteranges`, see
+    /// `HTTPOrigin+MultiRange.swift`); the default (`Origin+MultiRange.swift`) sends one
+    /// range request per range, or reads the file once when ``servesRanges`` is false.
+    func download(
+        _ path: String,
+        ranges: [Range<Int64>],
+        fileBytes: ByteCount,
+        into consume: RangeSink
+    ) async throws(FetchError)
+
     /// Whether ``download(_:range:fileBytes:into:)`` costs only the range. When false, a
     /// caller that needs several spans of one file should read it once instead.
     var servesRanges: Bool { get }

@@ -3,21 +3,25 @@ import ODRFSCore
 
 /// Fetches chosen spans of a pack: what an update lacks of a changed pack.
 ///
-/// A plain tar pack: spans closer than ``coalescingGap`` are merged, and each run is one
-/// range request (``Origin/download(_:range:fileBytes:into:)``, forwarded by a
-/// ``MirrorSet`` to its healthiest server). An origin without ranges (a local dist dir,
+/// A plain tar pack: spans closer than ``coalescingGap`` are merged, and all the runs go in
+/// one multi-range request (``Origin/download(_:ranges:fileBytes:into:)``, at most
+/// ``maximumRangesPerRequest`` runs each, forwarded by a ``MirrorSet`` to its healthiest
+/// server; an origin without multi-range support sends one range request per run). An origin without ranges (a local dist dir,
 /// ``Origin/servesRanges`` false) is read once, whole, and only the spans' bytes are kept.
 /// These bytes are not verified here: the caller verifies the whole assembled pack.
 ///
 /// A compressed pack (`packs/<sha256>.tar.zst`) cannot be cut at uncompressed offsets:
 /// the spans are mapped to the chunks they touch, and those chunks' frames are fetched
-/// (adjacent frames in one range request), decoded and verified against their chunk
+/// (adjacent frames one range, all ranges in one request), decoded and verified against their chunk
 /// hashes (see `PackSpanFetcher+Compressed.swift`); whole verified chunks are written.
 public struct PackSpanFetcher: Sendable {
     public let origin: any Origin
 
-    /// Re-fetching a gap this small costs less than another round trip.
+    /// Re-fetching a gap this small costs less than another part of a response.
     public static let coalescingGap: Int64 = 4096
+
+    /// The most span groups (or frame runs) one request asks for; more take several requests.
+    public static let maximumRangesPerRequest = 64
 
     public init(origin: any Origin) {
         self.origin = origin
@@ -44,14 +48,13 @@ public struct PackSpanFetcher: Sendable {
         guard !groups.isEmpty else { return 0 }
         if origin.servesRanges {
             var fetched: Int64 = 0
-            for group in groups {
-                var position = group.lowerBound
-                try await origin.download(pack.file, range: group, fileBytes: pack.bytes) { (chunk: ByteBuffer) async throws(FetchError) in
-                    let at = position
-                    position += Int64(chunk.readableBytes)
-                    try await write(at, Array(chunk.readableBytesView))
+            // One request per pack (per 64 groups): `Range: bytes=a-b,c-d,…`.
+            for batch in stride(from: 0, to: groups.count, by: Self.maximumRangesPerRequest) {
+                let ranges = Array(groups[batch..<min(batch + Self.maximumRangesPerRequest, groups.count)])
+                try await origin.download(pack.file, ranges: ranges, fileBytes: pack.bytes) { (offset: Int64, chunk: ByteBuffer) async throws(FetchError) in
+                    try await write(offset, Array(chunk.readableBytesView))
                 }
-                fetched += Int64(group.count)
+                fetched += ranges.reduce(0) { $0 + Int64($1.count) }
             }
             return fetched
         }

@@ -5,7 +5,7 @@ import Logging
 import NIOCore
 
 /// Answers every request of the embedded origin: bearer auth, path checks, conditional
-/// requests, single byte ranges, and one access log line per request.
+/// requests, single and multiple byte ranges, and one access log line per request.
 ///
 /// A hand-written responder rather than Hummingbird's `FileMiddleware`, which sends weak
 /// ETags (so If-Range can never match), reads `bytes=-N` as the first N+1 bytes, answers a
@@ -66,7 +66,8 @@ struct DistResponder: HTTPResponder {
         headers[.eTag] = file.entityTag
         headers[.lastModified] = file.lastModified
         headers[.acceptRanges] = "bytes"
-        headers[.contentType] = path.hasSuffix(".json") ? "application/json" : "application/octet-stream"
+        let contentType = path.hasSuffix(".json") ? "application/json" : "application/octet-stream"
+        headers[.contentType] = contentType
         // Packs and indexes are content addressed: their URL names their bytes forever.
         headers[.cacheControl] = path.hasPrefix("/packs/") || path.hasPrefix("/index/")
             ? "public, max-age=31536000, immutable" : "no-cache"
@@ -87,6 +88,15 @@ struct DistResponder: HTTPResponder {
             headers[.contentLength] = String(bytes.count)
             return Response(status: .partialContent, headers: headers,
                             body: file.body(range: bytes) { sent, error in
+                                entry.log(status: .partialContent, bytes: sent, error: error)
+                            })
+        case .multipart(let ranges):
+            let layout = ServedFile.MultipartLayout(ranges: ranges, fileSize: file.size, contentType: contentType,
+                                                    boundary: ServedFile.makeBoundary())
+            headers[.contentType] = layout.contentTypeHeader
+            headers[.contentLength] = String(layout.contentLength)
+            return Response(status: .partialContent, headers: headers,
+                            body: file.multipartBody(layout) { sent, error in
                                 entry.log(status: .partialContent, bytes: sent, error: error)
                             })
         case .whole:

@@ -10,7 +10,8 @@ import ServiceLifecycle
 /// or any other client.
 ///
 /// It serves the dist dir's files, nothing else, with what a resuming fetcher and a CDN in
-/// front need: single byte ranges (206, 416), strong ETags and Last-Modified with
+/// front need: byte ranges (206, 416; several ranges in one `multipart/byteranges` 206, at
+/// most 64 parts after merging overlapping and adjacent ones, see `ByteRangeRequest`), strong ETags and Last-Modified with
 /// If-None-Match, If-Modified-Since and If-Range, exact Content-Length, HEAD. Bodies stream
 /// from disk in 256 KiB reads whatever the file size. With a token file, every request must
 /// carry `Authorization: Bearer <token>` (401 otherwise). Each request leaves one `request`

@@ -59,7 +59,7 @@ final class ServedFile: Sendable {
         }
     }
 
-    private func read(at offset: Int64, count: Int) async throws -> ByteBuffer {
+    func read(at offset: Int64, count: Int) async throws -> ByteBuffer {
         let descriptor = self.descriptor
         return try await NIOThreadPool.singleton.runIfActive {
             var buffer = ByteBufferAllocator().buffer(capacity: count)

@@ -9,7 +9,8 @@ import Synchronization
 public final class FaultOrigin: Sendable {
     /// What the origin does with one request.
     public enum Behaviour: Sendable {
-        /// A well-behaved server: honours `Range` (206) unless If-Range is stale.
+        /// A well-behaved server: honours `Range` (206) unless If-Range is stale; several
+        /// ranges get one `multipart/byteranges` 206.
         case serve
         /// Always the whole file with 200, whatever Range says.
         case serveIgnoringRange
@@ -30,6 +31,8 @@ public final class FaultOrigin: Sendable {
         case busy(status: Int, retryAfter: String)
         /// 206 with this `Content-Range` header (whatever was asked) and the whole file as body.
         case partialContent(contentRange: String)
+        /// 206 with this Content-Type and body, whatever was asked (a hostile multipart answer).
+        case rawPartial(contentType: String, body: [UInt8])
     }
 
     /// One request as the origin saw it.
@@ -169,12 +172,23 @@ private final class FaultHandler: ChannelInboundHandler {
         if case .partialContent(let contentRange) = behaviour {
             return send(status: .partialContent, headers: [("Content-Range", contentRange)], body: file, context: context)
         }
+        if case .rawPartial(let contentType, let raw) = behaviour {
+            return send(status: .partialContent, headers: [("Content-Type", contentType)], body: raw, context: context)
+        }
         var status = HTTPResponseStatus.ok
         var body = file[...]
+        // File bytes in the body (a multipart body also has framing): what `bytesSent` counts.
+        var payload: Int?
         var headers: [(String, String)] = [("ETag", FaultOrigin.entityTag)]
         let ifRange = head.headers.first(name: "If-Range")
         if case .serveIgnoringRange = behaviour {
         } else if case .stallIgnoringRange = behaviour {
+        } else if let range = head.headers.first(name: "Range"), range.hasPrefix("bytes="), range.contains(","),
+                  let parts = Self.multipart(range, file: file), ifRange == nil || ifRange == FaultOrigin.entityTag {
+            status = .partialContent
+            body = parts.body[...]
+            payload = parts.payload
+            headers.append(("Content-Type", "multipart/byteranges; boundary=\(Self.boundary)"))
         } else if let range = head.headers.first(name: "Range"), range.hasPrefix("bytes="),
                   case let bounds = range.dropFirst(6).split(separator: "-", omittingEmptySubsequences: false), bounds.count == 2,
                   let start = Int(bounds[0]), start < file.count,
@@ -214,9 +228,28 @@ private final class FaultHandler: ChannelInboundHandler {
             buffer.writeBytes(body.prefix(count))
             context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
         default:
-            origin.recordSent(body.count, for: head)
+            origin.recordSent(payload ?? body.count, for: head)
             send(status: status, headers: headers, body: Array(body), context: context)
         }
+    }
+
+    static let boundary = "FAULT-BOUNDARY"
+
+    /// A `multipart/byteranges` body for "bytes=a-b,c-d,…" (each `a-b`, inside the file, in
+    /// the order asked; no merging), and the file bytes in it; nil for anything else.
+    static func multipart(_ header: String, file: [UInt8]) -> (body: [UInt8], payload: Int)? {
+        var body: [UInt8] = []
+        var payload = 0
+        for spec in header.dropFirst(6).split(separator: ",") {
+            let bounds = spec.trimmingCharacters(in: .whitespaces).split(separator: "-", omittingEmptySubsequences: false)
+            guard bounds.count == 2, let first = Int(bounds[0]), let last = Int(bounds[1]),
+                  first <= last, last < file.count else { return nil }
+            body += Array("\r\n--\(boundary)\r\nContent-Type: application/octet-stream\r\nContent-Range: bytes \(first)-\(last)/\(file.count)\r\n\r\n".utf8)
+            body += file[first...last]
+            payload += last - first + 1
+        }
+        body += Array("\r\n--\(boundary)--\r\n".utf8)
+        return (body, payload)
     }
 
     private func writeHead(status: HTTPResponseStatus, headers: [(String, String)], length: Int, context: ChannelHandlerContext) {

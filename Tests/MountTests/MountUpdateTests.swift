@@ -199,6 +199,39 @@ struct MountUpdateTests {
         #expect(!fixture.log.contains("downloading it whole"), "the assembly fell back to a whole download")
     }
 
+    @Test("delta update: two separated changes in one pack are fetched in exactly one multi-range request",
+          arguments: OriginKind.allCases)
+    func deltaUpdateIsOneRequestPerPack(kind: OriginKind) async throws {
+        let fixture = try MountFixture()
+        try await fixture.buildTestBundle()
+        let origin = try await kind.start(serving: fixture.dist, in: fixture.root + "/origin")
+        try await fixture.mount(origin: origin.url)
+        var big = try #require(TestBundle.files["big.bin"])
+        #expect(try Data(contentsOf: URL(fileURLWithPath: fixture.mountpoint + "/big.bin")) == Data(big))
+        // Two changes more than a chunk apart: two spans (or frame runs) that cannot coalesce.
+        for offset in [200_000, 2_600_000] {
+            for index in offset..<(offset + 1000) { big[index] ^= 0xA5 }
+        }
+        try Data(big).write(to: URL(fileURLWithPath: fixture.source + "/big.bin"))
+        #expect(try await fixture.odrfs(["build", fixture.source, "-o", fixture.dist]).status == 0)
+        let pack = try #require(try fixture.manifest.packs.first { $0.id.rawValue == "Big" })
+        let before = origin.packRequests.count
+
+        let update = try await fixture.odrfs(["update", fixture.mountpoint, "--json"])
+        try #require(update.status == 0, "\(update.stderr)\n\(fixture.log)")
+        // nginx answers with its own multipart framing: the mount's reader takes it as well.
+        let requests = origin.packRequests.dropFirst(before)
+        #expect(requests.count == 1 && requests.allSatisfy { $0.contains(pack.file) }, "\(requests)")
+        if let serve = origin as? ServeOrigin {
+            let line = serve.logText.split(separator: "\n").last { $0.contains("http.path=/" + pack.file) }
+            let range = line.flatMap { line in line.range(of: "http.range=").map { line[$0.upperBound...].prefix { $0 != " " } } }
+            #expect(line?.contains("http.status=206") == true && range?.contains(",") == true, "\(line ?? "no request")")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: fixture.mountpoint + "/big.bin")) == Data(big))
+        #expect(!fixture.log.contains("downloading it whole"), "the assembly fell back to a whole download")
+        #expect(!fixture.log.contains("ignores multi-range"), "the origin answered the whole file")
+    }
+
     @Test("kill -9 during an update: the cache still names the old revision, no partial pack is kept, and a restart serves one whole revision")
     func killDuringUpdate() async throws {
         let fixture = try MountFixture()

@@ -51,7 +51,8 @@ struct PackSpanFetcherTests {
                 #expect(server.bytesSent(of: "/" + pack.file) == Int(expected), "only the needed frames cross the wire")
                 let ranges = server.requests(of: "/" + pack.file).map { $0.range ?? "whole file" }
                 let run1 = table.compressedRange(ofChunks: 1...1), run2 = table.compressedRange(ofChunks: 3...4)
-                #expect(ranges == ["bytes=\(run1.lowerBound)-\(run1.upperBound - 1)", "bytes=\(run2.lowerBound)-\(run2.upperBound - 1)"])
+                // Both runs of frames in one multi-range request.
+                #expect(ranges == ["bytes=\(run1.lowerBound)-\(run1.upperBound - 1),\(run2.lowerBound)-\(run2.upperBound - 1)"])
                 // Whole decoded chunks at their uncompressed offsets: exactly the pack's bytes there.
                 let writes = written.writes.withLock { $0 }
                 #expect(writes.keys.sorted() == [65_536, 196_608, 262_144])
@@ -87,7 +88,7 @@ struct PackSpanFetcherTests {
         }
     }
 
-    @Test func throughAMirrorSetSpansAreFetchedWithRangeRequests() async throws {
+    @Test func throughAMirrorSetSpansAreFetchedWithOneMultiRangeRequest() async throws {
         let content = CompressedPackTests.text(640_000)
         let pack = Self.plain(content)
         try await withFaultOrigin { main in
@@ -106,7 +107,7 @@ struct PackSpanFetcherTests {
                     }
                     #expect(fetched == 1_500)
                     #expect(mirror.bytesSent(of: "/" + pack.file) == 1_500, "the whole file was read")
-                    #expect(mirror.requests(of: "/" + pack.file).map(\.range) == ["bytes=1000-1999", "bytes=300000-300499"])
+                    #expect(mirror.requests(of: "/" + pack.file).map(\.range) == ["bytes=1000-1999,300000-300499"])
                     let writes = written.writes.withLock { $0 }
                     #expect(writes[1_000] == Array(content[1_000..<2_000]))
                     #expect(writes[300_000] == Array(content[300_000..<300_500]))
@@ -124,6 +125,33 @@ struct PackSpanFetcherTests {
                     throw error
                 }
                 await set.shutdown()
+            }
+        }
+    }
+}
+
+extension PackSpanFetcherTests {
+    @Test func moreThanSixtyFourGroupsTakeSeveralRequestsOfAtMostSixtyFour() async throws {
+        let content = CompressedPackTests.text(640_000)
+        let pack = Self.plain(content)
+        // 130 spans further apart than the coalescing gap: 130 groups.
+        let spans: [Range<Int64>] = (Int64(0)..<130).map { (index: Int64) -> Range<Int64> in
+            let start: Int64 = index * 4_800
+            return start..<(start + 10)
+        }
+        try await withFaultOrigin { server in
+            server.setFile("/" + pack.file, content)
+            try await withHTTPOrigin(server.baseURL) { origin in
+                let written = Written()
+                let fetched = try await PackSpanFetcher(origin: origin).fetch(pack, chunkSize: Self.chunkSize, spans: spans) {
+                    (offset: Int64, bytes: [UInt8]) async throws(FetchError) in written.write(offset, bytes)
+                }
+                #expect(fetched == 1_300)
+                let ranges = server.requests(of: "/" + pack.file).map { ($0.range ?? "").split(separator: ",").count }
+                #expect(ranges == [64, 64, 2])
+                let writes = written.writes.withLock { $0 }
+                #expect(writes.count == 130)
+                #expect(spans.allSatisfy { writes[$0.lowerBound] == Array(content[Int($0.lowerBound)..<Int($0.upperBound)]) })
             }
         }
     }

@@ -53,7 +53,7 @@ struct OriginServerTests {
         }
     }
 
-    @Test(arguments: ["bytes=abc", "bytes=0-1,5-6", "items=0-5", "bytes=9-3"])
+    @Test(arguments: ["bytes=abc", "bytes=0-1,abc", "items=0-5", "bytes=9-3"])
     func unusableRangeGivesWholeFile(header: String) async throws {
         try await withOriginServer { port, _, _ in
             let response = try await RawHTTP.send(port: port, target: path, headers: ["Range": header])

@@ -15,6 +15,8 @@ enum FuzzTarget: String, CaseIterable, Sendable {
     case httpdate
     /// Range (server), Content-Range and Retry-After (fetcher) header values.
     case headers
+    /// A `multipart/byteranges` response body (several ranges in one request).
+    case multipart
     /// One control-socket request line.
     case control
     /// The YAML (or JSON) tag spec, odr.yaml.
@@ -43,6 +45,7 @@ enum FuzzTarget: String, CaseIterable, Sendable {
         case .fileindex: FileIndexTarget.run(Array(bytes))
         case .httpdate: HTTPDateTarget.run(bytes)
         case .headers: HeadersTarget.run(bytes)
+        case .multipart: MultipartTarget.run(bytes)
         case .control: ControlTarget.run(Data(bytes))
         case .tagspec: TagSpecTarget.run(String(decoding: bytes, as: UTF8.self))
         case .signature: SignatureTarget.run(bytes)

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Range (what `odrfs serve` reads from a client), Content-Range and Retry-After (what a mount
+/// Range, single or multiple (what `odrfs serve` reads from a client), Content-Range and Retry-After (what a mount
 /// reads from an origin). The first eight bytes, when there are that many, are the file size
 /// the Range header is resolved against; the rest is the header value for all three parsers.
 enum HeadersTarget {
@@ -16,6 +16,15 @@ enum HeadersTarget {
         if case .partial(let range) = ByteRangeRequest(header: header, fileSize: fileSize) {
             check(range.lowerBound >= 0 && range.upperBound < fileSize,
                   "Range \(header) on a \(fileSize)-byte file gave \(range)")
+        }
+        if case .multipart(let ranges) = ByteRangeRequest(header: header, fileSize: fileSize) {
+            check((2...ByteRangeRequest.maximumParts).contains(ranges.count), "Range \(header) gave \(ranges.count) parts")
+            for (index, range) in ranges.enumerated() {
+                check(range.lowerBound >= 0 && range.upperBound < fileSize, "Range \(header) on a \(fileSize)-byte file gave \(range)")
+                if index > 0 {
+                    check(ranges[index - 1].upperBound + 1 < range.lowerBound, "Range \(header) gave unsorted, overlapping or adjacent parts")
+                }
+            }
         }
         if let range = ContentRange(header: header) {
             check(range.first >= 0 && range.first <= range.last, "Content-Range \(header) gave \(range)")

@@ -1,0 +1,167 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import ODRFSCore
+
+extension HTTPOrigin {
+    /// Streams bytes `ranges` of the file at `path` (`fileBytes` long) to `consume` with
+    /// ONE request per 64 ranges: `Range: bytes=a-b,c-d,…`, answered by a
+    /// `multipart/byteranges` 206 read with ``MultipartByteRanges`` (strictly: every part
+    /// exactly one of the ranges asked for, each once). Other answers a server may give:
+    /// - a single-range 206 covering every range (it merged them): the ranges' bytes are
+    ///   kept, the response read no further than the last of them;
+    /// - 200, the whole file (no multi-range support): read up to the last range, keeping
+    ///   the ranges' bytes — the bytes are already on their way, and asking again per
+    ///   range would cost another round trip each. The origin remembers it
+    ///   (``ignoresMultipleRanges``); later calls send one range request per range.
+    /// A failed attempt (the body broke off, 5xx) is retried up to three times in a row
+    /// without progress, each asking only for the bytes not yet delivered, so `consume`
+    /// never sees a byte twice. A malformed body fails as `.corrupt`, never traps.
+    public func download(
+        _ path: String,
+        ranges: [Range<Int64>],
+        fileBytes: ByteCount,
+        into consume: RangeSink
+    ) async throws(FetchError) {
+        let wanted = try ByteRanges(ranges, fileBytes: fileBytes, path: path)
+        if wanted.ranges.count < 2 || ignoresMultipleRanges.withLock({ $0 }) {
+            for range in wanted.ranges {
+                var position = range.lowerBound
+                try await download(path, range: range, fileBytes: fileBytes) { (bytes: ByteBuffer) async throws(FetchError) in
+                    let at = position
+                    position += Int64(bytes.readableBytes)
+                    try await consume(at, bytes)
+                }
+            }
+            return
+        }
+        for batch in wanted.batches(of: ByteRanges.maximumPerRequest) {
+            try await downloadBatch(path, remaining: ByteRanges(batch, fileBytes: fileBytes, path: path), fileBytes: fileBytes, into: consume)
+        }
+    }
+
+    /// One request's ranges, retried from what is still missing.
+    private func downloadBatch(_ path: String, remaining: ByteRanges, fileBytes: ByteCount, into consume: RangeSink) async throws(FetchError) {
+        let shown = address.displayURL(for: path)
+        var remaining = remaining
+        var failuresInARow = 0
+        while !remaining.isEmpty {
+            let before = remaining.byteCount
+            do throws(AttemptFailure) {
+                try await multiRangeAttempt(path, fileBytes: fileBytes, shown: shown, remaining: &remaining, consume: consume)
+                guard remaining.isEmpty else { throw AttemptFailure.transient("the response ended before every range arrived") }
+                return
+            } catch {
+                let reason: String
+                switch error {
+                case .fatal(let failure): throw failure
+                case .transient(let text, _), .unreachable(let text): reason = text
+                }
+                failuresInARow = remaining.byteCount < before ? 1 : failuresInARow + 1
+                guard failuresInARow < 3 else {
+                    throw FetchError(.unreachable, "cannot fetch \(remaining.ranges.count) range(s) of \(shown) after 3 attempts: \(reason)")
+                }
+                logger.notice("multi-range fetch failed; retrying the rest", metadata: [
+                    "fetch.url": "\(shown)", "fetch.ranges_left": "\(remaining.ranges.count)", "fetch.error": "\(reason)",
+                ])
+                do { try await Task.sleep(for: .milliseconds(200 * failuresInARow)) } catch {
+                    throw FetchError(.cancelled, "fetch of \(shown) was cancelled")
+                }
+            }
+        }
+    }
+
+    /// One request for `remaining`; what arrives is handed on and removed from `remaining`.
+    private func multiRangeAttempt(_ path: String, fileBytes: ByteCount, shown: String, remaining: inout ByteRanges,
+                                   consume: RangeSink) async throws(AttemptFailure) {
+        let asked = remaining
+        var headers = HTTPHeaders()
+        headers.add(name: "Range", value: asked.headerValue)
+        let response = try await execute(address.url(for: path), headers: headers,
+                                         deadline: NIODeadline.now() + TimeAmount(fetchDeadline), shown: shown)
+        switch response.status.code {
+        case 206:
+            if let boundary = response.headers.first(name: "Content-Type").flatMap(MultipartByteRanges.boundary(fromContentType:)) {
+                var parser = MultipartByteRanges(boundary: boundary, requested: asked.ranges, fileBytes: fileBytes.value)
+                try await readMultipart(response, parser: &parser, shown: shown, remaining: &remaining, consume: consume)
+                return
+            }
+            // One range for all: it must hold every byte asked for, inside the file.
+            guard let answered = response.headers.first(name: "Content-Range").flatMap(ContentRange.init(header:)),
+                  answered.total == nil || answered.total == fileBytes.value, answered.last < fileBytes.value,
+                  let first = asked.ranges.first, let last = asked.ranges.last,
+                  answered.first <= first.lowerBound, answered.last >= last.upperBound - 1 else {
+                throw .fatal(FetchError(.corrupt, "\(shown) answered a request for \(asked.ranges.count) ranges with other bytes"))
+            }
+            try await readWhole(response, from: answered.first, shown: shown, remaining: &remaining, consume: consume)
+        case 200:
+            if asked.ranges.count > 1 {
+                ignoresMultipleRanges.withLock { $0 = true }
+                logger.notice("origin ignores multi-range requests; asking for one range at a time from now on",
+                              metadata: ["fetch.url": "\(shown)"])
+            }
+            try await readWhole(response, from: 0, shown: shown, remaining: &remaining, consume: consume)
+        case 404, 410:
+            throw .fatal(FetchError(.notFound, "\(shown) is not on the origin (HTTP \(response.status.code))"))
+        case 401, 403:
+            throw .fatal(FetchError(.unauthorized, "origin refused \(shown) (HTTP \(response.status.code))"))
+        case 408, 425, 429, 500...599:
+            throw .transient("HTTP \(response.status.code) \(response.status.reasonPhrase)")
+        default:
+            throw .fatal(FetchError(.unreachable, "origin answered HTTP \(response.status.code) for ranges of \(shown)"))
+        }
+    }
+
+    /// A `multipart/byteranges` body, read until its closing delimiter.
+    private func readMultipart(_ response: HTTPClientResponse, parser: inout MultipartByteRanges, shown: String,
+                               remaining: inout ByteRanges, consume: RangeSink) async throws(AttemptFailure) {
+        do {
+            for try await chunk in response.body {
+                let pieces: [MultipartByteRanges.Piece]
+                do {
+                    pieces = try chunk.withUnsafeReadableBytes { (bytes) throws(MultipartByteRanges.Failure) in try parser.feed(bytes) }
+                } catch {
+                    throw AttemptFailure.fatal(FetchError(.corrupt, "\(shown) sent a malformed multipart/byteranges body: \(error)"))
+                }
+                for piece in pieces {
+                    guard let slice = chunk.getSlice(at: chunk.readerIndex + piece.bytes.lowerBound, length: piece.bytes.count) else { continue }
+                    do throws(FetchError) { try await consume(piece.offset, slice) } catch { throw AttemptFailure.fatal(error) }
+                    remaining.remove(piece.offset..<(piece.offset + Int64(piece.bytes.count)))
+                }
+                if parser.isComplete { return }
+            }
+        } catch let failure as AttemptFailure {
+            throw failure
+        } catch {
+            throw AttemptFailure.classify(error, url: shown)
+        }
+        throw .transient("the multipart body ended before its closing delimiter")
+    }
+
+    /// A body holding the file from byte `start` on (a 200, or one 206 range covering
+    /// them all): hands on the bytes still wanted and stops after the last of them.
+    private func readWhole(_ response: HTTPClientResponse, from start: Int64, shown: String,
+                           remaining: inout ByteRanges, consume: RangeSink) async throws(AttemptFailure) {
+        let wanted = remaining
+        guard let end = wanted.ranges.last?.upperBound else { return }
+        var position = start
+        do {
+            for try await chunk in response.body {
+                let at = position
+                // The position never passes `end` (the loop stops there), so this cannot overflow.
+                position += Int64(chunk.readableBytes)
+                for piece in wanted.pieces(ofChunkAt: at, count: chunk.readableBytes) {
+                    guard let slice = chunk.getSlice(at: chunk.readerIndex + piece.indexes.lowerBound, length: piece.indexes.count) else { continue }
+                    do throws(FetchError) { try await consume(piece.offset, slice) } catch { throw AttemptFailure.fatal(error) }
+                    remaining.remove(piece.offset..<(piece.offset + Int64(piece.indexes.count)))
+                }
+                if position >= end { return }
+            }
+        } catch let failure as AttemptFailure {
+            throw failure
+        } catch {
+            throw AttemptFailure.classify(error, url: shown)
+        }
+    }
+}
