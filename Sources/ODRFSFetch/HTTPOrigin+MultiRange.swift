@@ -12,8 +12,9 @@ extension HTTPOrigin {
     /// - a single-range 206 covering every range (it merged them): the ranges' bytes are
     ///   kept, the response read no further than the last of them;
     /// - 200, the whole file (no multi-range support): read up to the last range, keeping
-    ///   the ranges' bytes — the bytes are already on their way, and asking again per
-    ///   range would cost another round trip each. The origin remembers it
+    ///   the ranges' bytes, when what lies between them is small (``maximumUnwantedBytes``)
+    ///   — the bytes are already on their way; otherwise the body is dropped and the
+    ///   ranges fetched one request each. The origin remembers it
     ///   (``ignoresMultipleRanges``); later calls send one range request per range.
     /// A failed attempt (the body broke off, 5xx) is retried up to three times in a row
     /// without progress, each asking only for the bytes not yet delivered, so `consume`
@@ -26,20 +27,30 @@ extension HTTPOrigin {
     ) async throws(FetchError) {
         let wanted = try ByteRanges(ranges, fileBytes: fileBytes, path: path)
         if wanted.ranges.count < 2 || ignoresMultipleRanges.withLock({ $0 }) {
-            for range in wanted.ranges {
-                var position = range.lowerBound
-                try await download(path, range: range, fileBytes: fileBytes) { (bytes: ByteBuffer) async throws(FetchError) in
-                    let at = position
-                    position += Int64(bytes.readableBytes)
-                    try await consume(at, bytes)
-                }
-            }
-            return
+            return try await downloadEach(path, ranges: wanted.ranges, fileBytes: fileBytes, into: consume)
         }
         for batch in wanted.batches(of: ByteRanges.maximumPerRequest) {
             try await downloadBatch(path, remaining: ByteRanges(batch, fileBytes: fileBytes, path: path), fileBytes: fileBytes, into: consume)
         }
     }
+
+    /// One single-range request per range.
+    private func downloadEach(_ path: String, ranges: [Range<Int64>], fileBytes: ByteCount, into consume: RangeSink) async throws(FetchError) {
+        for range in ranges {
+            var position = range.lowerBound
+            try await download(path, range: range, fileBytes: fileBytes) { (bytes: ByteBuffer) async throws(FetchError) in
+                let at = position
+                position += Int64(bytes.readableBytes)
+                try await consume(at, bytes)
+            }
+        }
+    }
+
+    /// A whole-file answer (200) to a multi-range request is read through to the last
+    /// range only while the bytes nobody asked for stay below this or the bytes asked for;
+    /// past that, one range request per range costs less than reading on (an S3-like
+    /// origin answering a 256 MiB pack whole for two small ranges near its end).
+    static let maximumUnwantedBytes: Int64 = 1 << 20
 
     /// One request's ranges, retried from what is still missing.
     private func downloadBatch(_ path: String, remaining: ByteRanges, fileBytes: ByteCount, into consume: RangeSink) async throws(FetchError) {
@@ -47,9 +58,13 @@ extension HTTPOrigin {
         var remaining = remaining
         var failuresInARow = 0
         while !remaining.isEmpty {
+            if ignoresMultipleRanges.withLock({ $0 }) {
+                return try await downloadEach(path, ranges: remaining.ranges, fileBytes: fileBytes, into: consume)
+            }
             let before = remaining.byteCount
             do throws(AttemptFailure) {
                 try await multiRangeAttempt(path, fileBytes: fileBytes, shown: shown, remaining: &remaining, consume: consume)
+                if ignoresMultipleRanges.withLock({ $0 }) { continue }
                 guard remaining.isEmpty else { throw AttemptFailure.transient("the response ended before every range arrived") }
                 return
             } catch {
@@ -100,6 +115,10 @@ extension HTTPOrigin {
                 ignoresMultipleRanges.withLock { $0 = true }
                 logger.notice("origin ignores multi-range requests; asking for one range at a time from now on",
                               metadata: ["fetch.url": "\(shown)"])
+                // The ranges asked for, not their span, bound what is worth reading here;
+                // past that the body is dropped and the caller goes one range at a time.
+                let unwanted = (asked.ranges.last?.upperBound ?? 0) - asked.byteCount
+                guard unwanted <= max(asked.byteCount, Self.maximumUnwantedBytes) else { return }
             }
             try await readWhole(response, from: 0, shown: shown, remaining: &remaining, consume: consume)
         case 404, 410:

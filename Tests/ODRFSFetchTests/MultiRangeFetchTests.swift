@@ -91,6 +91,28 @@ struct MultiRangeFetchTests {
         }
     }
 
+    @Test func aWholeFileAnswerIsDroppedWhenReadingThroughWouldCostMoreThanAskingAgain() async throws {
+        // Two small ranges, one at the start and one near the end of a 24 MiB file: a
+        // server that answers 200 would make the client read 24 MiB for 8 KiB.
+        let big = testBytes(24 << 20, seed: 9)
+        let ranges: [Range<Int64>] = [100..<4_196, Int64(big.count - 5_000)..<Int64(big.count - 904)]
+        try await withFaultOrigin { server in
+            server.setFile("/big.tar", big)
+            server.script("/big.tar", [.serveIgnoringRange])
+            try await withHTTPOrigin(server.baseURL) { origin in
+                let received = Received()
+                try await origin.download("big.tar", ranges: ranges, fileBytes: ByteCount(Int64(big.count))) { (offset: Int64, chunk: ByteBuffer) async throws(FetchError) in
+                    received.take(offset, chunk)
+                }
+                received.expect(ranges, of: big)
+                #expect(origin.ignoresMultipleRanges.withLock { $0 })
+                // The whole-file answer was dropped, not read through to its end (which
+                // would have delivered both ranges): one range request each followed.
+                #expect(server.requests(of: "/big.tar").dropFirst().map(\.range) == ["bytes=100-4195", "bytes=25160824-25164919"])
+            }
+        }
+    }
+
     @Test func aMultipartAnswerFromTheFaultOriginIsOneRequest() async throws {
         try await withFaultOrigin { server in
             server.setFile("/p.tar", Self.file)
