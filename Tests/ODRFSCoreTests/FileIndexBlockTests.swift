@@ -1,3 +1,4 @@
+import TestSupport
 import Testing
 @testable import ODRFSCore
 
@@ -152,6 +153,29 @@ import Testing
         ]
         for (label, bytes) in cases {
             #expect(throws: FileIndexError.self, "\(label)") { try FileIndex(bytes: bytes) }
+        }
+    }
+
+    /// Random damage to the block table (a seeded in-process fuzz): every result either
+    /// throws or loads an index whose block accessors all answer consistently.
+    @Test func damagedBlockTablesNeverMisread() throws {
+        let start = Self.blocksStart(Self.valid)
+        var generator = SplitMix(seed: 13)
+        for round in 0..<3_000 {
+            var bytes = Self.valid
+            for _ in 0..<Int.random(in: 1...4, using: &generator) {
+                let at = Int.random(in: start..<bytes.count, using: &generator)
+                bytes[at] = UInt8.random(in: 0...255, using: &generator)
+            }
+            if round % 7 == 0 { bytes.removeLast(Int.random(in: 0...40, using: &generator)) }
+            guard let index = try? FileIndex(bytes: bytes) else { continue }
+            for number in index.filesWithBlockHashes {
+                let entry = try #require(index.entry(number))
+                let hashes = try #require(index.blockHashes(of: number))
+                let blockSize = UInt64(try #require(index.blockSize).value)
+                #expect(entry.kind == .regularFile && entry.size > 0)
+                #expect(UInt64(hashes.count) == (entry.size + blockSize - 1) / blockSize)
+            }
         }
     }
 }
