@@ -229,6 +229,45 @@ struct MountUpdateTests {
         #expect(!fixture.log.contains("downloading it whole"), "the assembly fell back to a whole download")
     }
 
+    @Test("block delta: a cached block that no longer hashes as the new index says is fetched, never copied in")
+    func corruptedLocalBlockIsFetched() async throws {
+        let fixture = try MountFixture()
+        try TestBundle.write(to: fixture.source)
+        let build = try await fixture.odrfs(["build", fixture.source, "-o", fixture.dist, "--compress", "none"])
+        try #require(build.status == 0, "\(build.stderr)")
+        let server = try await onFreePort { try await ServeOrigin(serving: fixture.dist, in: fixture.root + "/serve-\($0)", port: $0) }
+        try await fixture.mount(origin: server.url)
+        let old = try #require(TestBundle.files["big.bin"])
+        #expect(try Data(contentsOf: URL(fileURLWithPath: fixture.mountpoint + "/big.bin")) == Data(old))
+        let index = try FileIndex(contentsOf: fixture.dist + "/" + fixture.manifest.index.file)
+        let entry = try #require(index.lookup(path: "big.bin"))
+        let offset = try #require(index.entry(entry)).packOffset
+        // Block 16 of big.bin (bytes 1 MiB ..< 1 MiB + 64 KiB) lies in the pack chunk the change
+        // below straddles, so the update copies it by its block hash. Damage the cached copy.
+        let cached = fixture.cache + "/packs/" + (try fixture.cacheFileName(of: "Big"))
+        let fd = open(cached, O_RDWR)
+        try #require(fd >= 0, "cannot open \(cached)")
+        var byte: UInt8 = ~old[1_100_000]
+        #expect(pwrite(fd, &byte, 1, off_t(offset + 1_100_000)) == 1)
+        close(fd)
+        let changeLength = 1 << 20
+        var big = old
+        for i in 1_234_567..<(1_234_567 + changeLength) { big[i] = ~big[i] }
+        try Data(big).write(to: URL(fileURLWithPath: fixture.source + "/big.bin"))
+        let rebuild = try await fixture.odrfs(["build", fixture.source, "-o", fixture.dist, "--compress", "none"])
+        try #require(rebuild.status == 0, "\(rebuild.stderr)")
+        let pack = try #require(try fixture.manifest.packs.first { $0.id.rawValue == "Big" })
+        let before = Self.bytesServed(server.logText, file: pack.file)
+
+        let update = try await fixture.odrfs(["update", fixture.mountpoint, "--json"])
+        try #require(update.status == 0, "\(update.stderr)\n\(fixture.log)")
+        let served = Self.bytesServed(server.logText, file: pack.file) - before
+        // The 17 blocks the change touches (blocks 18 to 34) and the damaged one, not the whole pack.
+        #expect(served > 17 * 64 * 1024 && served <= 18 * 64 * 1024, "fetched \(served) bytes")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: fixture.mountpoint + "/big.bin")) == Data(big))
+        #expect(!fixture.log.contains("downloading it whole"), "the assembly fell back to a whole download")
+    }
+
     @Test("kill -9 during an update: the cache still names the old revision, no partial pack is kept, and a restart serves one whole revision")
     func killDuringUpdate() async throws {
         let fixture = try MountFixture()
