@@ -12,6 +12,18 @@ import Testing
     typealias Loaded = (manifest: Manifest, index: FileIndex)
 
     /// Builds `files` (path → bytes) with two tags and loads the result.
+    /// The index of the dist dir at `dist` as a version-2 writer would have written it: the
+    /// block table (after the digest table) cut off and the version field set to 2.
+    static func versionTwo(of dist: String) throws -> [UInt8] {
+        let manifest = try Manifest.decode(Data(contentsOf: URL(fileURLWithPath: dist + "/manifest.json")))
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: dist + "/" + manifest.index.file)))
+        let field = { (offset: Int, width: Int) in (0..<width).reduce(0) { $0 | Int(bytes[offset + $1]) << (8 * $1) } }
+        // Header: entry count (u32) at 16, digest table offset (u64) at 56; 32 bytes per entry.
+        bytes = Array(bytes.prefix(field(56, 8) + field(16, 4) * 32))
+        bytes[8] = 2
+        return bytes
+    }
+
     static func build(_ files: [String: [UInt8]], in root: String, name: String,
                       compression: CompressionSetting = .default) throws -> Loaded {
         let source = root + "/" + name
@@ -101,6 +113,7 @@ import Testing
         var files = Self.revision1
         files["a/big.bin"] = SyntheticBundle.bytes(3_500_000, seed: 5)
         let old = try Self.build(files, in: root.path, name: "r1", compression: .none)
+        let oldDist = root.path + "/r1-dist"
         let changeStart = 1_000_003, changeLength = 1 << 20
         var big = files["a/big.bin"]!
         for i in changeStart..<(changeStart + changeLength) { big[i] = ~big[i] }
@@ -118,6 +131,16 @@ import Testing
         #expect(fetch.downloadBytes >= Int64(changeLength) && fetch.downloadBytes <= 17 * 65_536, "\(fetch.downloadBytes)")
         #expect(Double(plan.downloadBytes) <= 1.1 * Double(changeLength), "\(plan.downloadBytes)")
         #expect(plan.reusedBytes + plan.downloadBytes == new.manifest.pack(fetch.pack).bytes.value)
+        // A mount whose index predates block tables (version 2) plans as before: the big
+        // file's old bytes guessed in, and the two chunks the change straddles counted.
+        let v2 = try FileIndex(bytes: Self.versionTwo(of: oldDist))
+        #expect(v2.blockSize == nil)
+        let filePlan = UpdatePlan.make(mounted: old.manifest, mountedIndex: v2, local: local,
+                                       available: new.manifest, availableIndex: new.index)
+        let fileFetch = try #require(filePlan.fetches.first)
+        #expect(fileFetch.assembly.blocks.isEmpty)
+        #expect(fileFetch.assembly.speculative.contains { $0.length == 3_500_000 })
+        #expect(Double(fileFetch.downloadBytes) > 1.9 * Double(changeLength), "\(fileFetch.downloadBytes)")
         // The premise: chunk-granular reuse would fetch both chunks the change touches.
         let offset = new.index.entry(new.index.lookup(path: "a/big.bin")!)!.packOffset
         let chunk = new.manifest.chunkSize.value
