@@ -378,7 +378,9 @@ def run_update(origin):
     with open(level, "wb") as f:
         f.write(new)
     r["W8 changed"] = len(change) + len(new)
-    sh(A.binary, "build", f"{A.work}/src", "-o", f"{A.work}/dist")
+    # The same --compress as revision 1: otherwise a plain bundle's update would be measured
+    # against a compressed revision 2.
+    sh(A.binary, "build", f"{A.work}/src", "-o", f"{A.work}/dist", *(["--compress", A.compress] if A.compress else []))
     mark = log_mark()
     out = {}
     r["W8 time"] = timed(lambda: out.setdefault("json", subprocess.run(

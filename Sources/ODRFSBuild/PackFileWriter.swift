@@ -15,6 +15,9 @@ struct PackFileWriter {
         var dataOffset: UInt64
         /// The file's own SHA-256, for the index's digest table.
         var sha256: ContentHash
+        /// Files of at least ``FileIndexWriter/minimumBlockHashedSize``: their blocks' hashes,
+        /// for the index's block table.
+        var blockHashes: [BlockHash]?
     }
 
     struct Result {
@@ -69,6 +72,8 @@ struct PackFileWriter {
             try emit(header)
             var remaining = file.size
             var fileHasher = SHA256()
+            var blockHasher = file.size >= UInt64(FileIndexWriter.minimumBlockHashedSize.value)
+                ? BlockHasher(blockSize: FileIndexWriter.defaultBlockSize) : nil
             while true {
                 let n = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
                 if n < 0 {
@@ -80,14 +85,18 @@ struct PackFileWriter {
                 // The header already promised `size` bytes; a file that grows cannot be packed faithfully.
                 guard UInt64(n) <= remaining else { throw changed(source) }
                 remaining -= UInt64(n)
-                buffer.withUnsafeBytes { fileHasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+                buffer.withUnsafeBytes {
+                    fileHasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[0..<n]))
+                    blockHasher?.update(UnsafeRawBufferPointer(rebasing: $0[0..<n]))
+                }
                 let result = buffer.withUnsafeBytes { b in Swift.Result { () throws(BuildError) in try emit(UnsafeRawBufferPointer(rebasing: b[0..<n])) } }
                 try result.get()
             }
             guard remaining == 0 else { throw changed(source) }
             try emit(tar.endFile())
             placements.append((file.path, Placement(pack: number, dataOffset: contentOffset,
-                                                   sha256: ContentHash(digest: fileHasher.finalize()))))
+                                                   sha256: ContentHash(digest: fileHasher.finalize()),
+                                                   blockHashes: blockHasher?.finalize())))
         }
         try emit(tar.finish())
         if sync {

@@ -16,6 +16,8 @@ extension FileIndex {
         var stringsLength: Int
         /// Version 2: where the digest table starts; nil for version 1 (no digests).
         var digestsStart: Int?
+        /// Version 3: the block table's bytes, nil when absent (see ``FileIndex/BlockTable``).
+        var blocks: Range<Int>?
     }
 
     static func validateHeader(_ base: UnsafeRawPointer, byteCount: Int) throws(FileIndexError) -> Header {
@@ -50,6 +52,7 @@ extension FileIndex {
             throw FileIndexError(.truncated, "string table (\(stringsLength) bytes at \(stringsOffset)) extends past the end of the \(size)-byte index")
         }
         var digestsStart: Int?
+        var blocks: Range<Int>?
         if version >= 2 {
             let digestsOffset = base.u64(H.digestsOffset)
             let digestsLength = UInt64(entryCount) * UInt64(FileIndexLayout.digestSize)
@@ -57,9 +60,12 @@ extension FileIndex {
                 throw FileIndexError(.truncated, "digest table (\(digestsLength) bytes at \(digestsOffset)) extends past the end of the \(size)-byte index")
             }
             digestsStart = Int(digestsOffset)
+            // Version 3: the block table runs from the end of the digest table to the end.
+            let blocksStart = digestsOffset + digestsLength
+            if version >= 3, blocksStart < size { blocks = Int(blocksStart)..<byteCount }
         }
         return Header(entryCount: entryCount, packCount: base.u32(H.packCount), recordsStart: Int(recordsOffset),
-                      stringsStart: Int(stringsOffset), stringsLength: Int(stringsLength), digestsStart: digestsStart)
+                      stringsStart: Int(stringsOffset), stringsLength: Int(stringsLength), digestsStart: digestsStart, blocks: blocks)
     }
 
     func validateRecords() throws(FileIndexError) {

@@ -16,7 +16,8 @@ import Darwin
 /// Immutable and safe to share between threads: the mapping is read-only and lives as long as
 /// this object.
 public final class FileIndex: @unchecked Sendable {
-    // @unchecked: the only stored state is a read-only region that no one writes after init.
+    // @unchecked: the only stored state is a read-only region and fields that no one writes
+    // after init (`blocks` is set once, at the end of init, after validation).
     public static let fileExtension = "odrx"
 
     let region: Region
@@ -27,6 +28,8 @@ public final class FileIndex: @unchecked Sendable {
     let stringsLength: Int
     /// Where the digest table starts (version 2), nil when the index has none (version 1).
     let digestsStart: Int?
+    /// The validated block table (version 3), nil when the index has none.
+    private(set) var blocks: BlockTable?
     /// How many packs the manifest that goes with this index has; every file's pack is below it.
     public let packCount: Int
 
@@ -64,6 +67,7 @@ public final class FileIndex: @unchecked Sendable {
         self.packCount = Int(header.packCount)
         try validateRecords()
         try validateSymlinks()
+        if let range = header.blocks { blocks = try validateBlocks(range) }
     }
 
     public var entryCount: Int { Int(count) }

@@ -2,11 +2,11 @@
 ///
 /// ```
 /// header (64 bytes)
-///   0  magic "ODRIDX1\0"        8  version u32 (2; 1 is still read)     12 recordSize u32 (64)
+///   0  magic "ODRIDX1\0"        8  version u32 (3; 1 and 2 are still read)  12 recordSize u32 (64)
 ///   16 entryCount u32           20 packCount u32
 ///   24 recordsOffset u64        32 recordsLength u64
 ///   40 stringsOffset u64        48 stringsLength u64
-///   56 digestsOffset u64 (version 2; reserved in version 1)
+///   56 digestsOffset u64 (versions 2 and 3; reserved in version 1)
 /// record (64 bytes), one per entry, breadth-first; children of a directory are contiguous
 /// and sorted by name bytes, so lookup is a binary search and entry number + 1 an inode number
 ///   0  parent u32               4  kind u8, 3 reserved bytes (0)
@@ -20,13 +20,23 @@
 /// digests (version 2): entryCount × 32 bytes, entry n's at digestsOffset + 32·n: a regular
 ///   file's SHA-256 (all zero when the builder did not record it), all zero for other kinds.
 ///   Updates match files already in the cache by it, whichever pack holds them.
+/// blocks (version 3): from the end of the digest table to the end of the index; absent when
+///   that is empty. Per-block hashes of large regular files, so an update copies the unchanged
+///   blocks of a changed file from the cache and fetches only the changed ones.
+///   0  blockSize u32 (a power of two, 4 KiB to 16 MiB)   4 hashSize u32 (16)
+///   8  fileCount u32            12 reserved u32 (0)
+///   16 fileCount rows of 16 bytes, entry numbers strictly increasing:
+///      0 entry u32 (a regular file of size > 0)  4 reserved u32 (0)  8 firstBlock u64
+///   then the hashes, 16 bytes each (``BlockHash``): file row i's ⌈size / blockSize⌉ blocks
+///   (the last one shorter) start at hash firstBlock, which is the sum of the rows before it;
+///   block k covers the file's bytes k·blockSize ..< min((k+1)·blockSize, size).
 /// ```
 enum FileIndexLayout {
     static let magic: [UInt8] = Array("ODRIDX1\0".utf8)
     /// The version the writer produces.
-    static let version: UInt32 = 2
-    /// Versions the reader accepts: 1 has no digest table.
-    static let readableVersions: ClosedRange<UInt32> = 1...2
+    static let version: UInt32 = 3
+    /// Versions the reader accepts: 1 has no digest table, 2 no block table.
+    static let readableVersions: ClosedRange<UInt32> = 1...3
     /// Bytes of one entry's SHA-256 in the digest table.
     static let digestSize = 32
     static let headerSize = 64
@@ -43,6 +53,21 @@ enum FileIndexLayout {
         static let stringsOffset = 40
         static let stringsLength = 48
         static let digestsOffset = 56
+    }
+
+    /// The block table (version 3).
+    enum Blocks {
+        static let headerSize = 16
+        static let rowSize = 16
+        static let blockSize = 0
+        static let hashSize = 4
+        static let fileCount = 8
+        static let reserved = 12
+        static let rowEntry = 0
+        static let rowReserved = 4
+        static let rowFirstBlock = 8
+        /// The block sizes a reader accepts.
+        static let blockSizes: ClosedRange<UInt32> = 4096...(16 << 20)
     }
 
     enum Record {

@@ -21,6 +21,10 @@ public struct FileIndexWriter: Sendable {
         public var children: [Node]
         /// Regular files: the SHA-256 of the content, when known (written to the digest table).
         public var sha256: ContentHash? = nil
+        /// Regular files: the hashes of the content's blocks of the writer's `blockSize`
+        /// (written to the block table), when known; the builder records them for files of
+        /// at least ``FileIndexWriter/minimumBlockHashedSize``.
+        public var blockHashes: [BlockHash]? = nil
 
         public static func directory(_ name: String, permissions: UInt32 = 0o755,
                                      modificationTime: Timestamp = Timestamp(seconds: 0, nanoseconds: 0),
@@ -46,9 +50,19 @@ public struct FileIndexWriter: Sendable {
 
     /// Number of packs in the manifest this index goes with; every file's pack must be below it.
     public var packCount: Int
+    /// The block size of the block table (a power of two, 4 KiB to 16 MiB).
+    public var blockSize: ByteCount
 
-    public init(packCount: Int) {
+    /// The block size `odrfs build` hashes large files by: small enough that a change costs
+    /// little more than the changed bytes, large enough that the table stays ~0.025 % of them.
+    public static let defaultBlockSize = ByteCount.kibibytes(64)
+    /// Files smaller than this get no block hashes: an update fetches them whole, and at
+    /// most a few blocks could be saved.
+    public static let minimumBlockHashedSize = ByteCount.kibibytes(256)
+
+    public init(packCount: Int, blockSize: ByteCount = FileIndexWriter.defaultBlockSize) {
         self.packCount = packCount
+        self.blockSize = blockSize
     }
 
     /// The index bytes for the tree under `root` (whose own name is ignored).
@@ -59,6 +73,7 @@ public struct FileIndexWriter: Sendable {
         var records: [UInt8] = []
         var strings: [UInt8] = []
         var digests: [UInt8] = []
+        var blockRows: [(entry: UInt32, hashes: [BlockHash])] = []
         let noDigest = [UInt8](repeating: 0, count: FileIndexLayout.digestSize)
         var next = 0
         while next < queue.count {
@@ -79,6 +94,10 @@ public struct FileIndexWriter: Sendable {
                 pack = number.rawValue
                 data = node.dataOffset
                 size = node.size
+                if let hashes = node.blockHashes {
+                    try checkBlocks(hashes, of: node)
+                    blockRows.append((entry: UInt32(next - 1), hashes: hashes))
+                }
             case .symlink:
                 let target = Array((node.symlinkTarget ?? "").utf8)
                 data = UInt64(strings.count)
@@ -127,7 +146,38 @@ public struct FileIndexWriter: Sendable {
         out.append(contentsOf: records)
         out.append(contentsOf: strings)
         out.append(contentsOf: digests)
+        if !blockRows.isEmpty { appendBlockTable(blockRows, to: &out) }
         return out
+    }
+
+    private func checkBlocks(_ hashes: [BlockHash], of node: Node) throws(FileIndexError) {
+        let size = blockSize.value
+        guard size > 0, size <= Int64(UInt32.max), FileIndexLayout.Blocks.blockSizes.contains(UInt32(size)),
+              size.nonzeroBitCount == 1 else {
+            throw FileIndexError(.invalidTree, "block size \(size) is not a power of two in \(FileIndexLayout.Blocks.blockSizes)")
+        }
+        let expected = FileIndex.blockCount(size: node.size, blockSize: size)
+        guard node.size > 0, UInt64(hashes.count) == expected else {
+            throw FileIndexError(.invalidTree, "file '\(node.name)' of \(node.size) bytes has \(hashes.count) block hashes, expected \(expected)")
+        }
+    }
+
+    /// The version-3 block table (see ``FileIndexLayout``); rows are in entry order already.
+    private func appendBlockTable(_ rows: [(entry: UInt32, hashes: [BlockHash])], to out: inout [UInt8]) {
+        out.appendLE(UInt32(blockSize.value))
+        out.appendLE(UInt32(BlockHash.byteCount))
+        out.appendLE(UInt32(rows.count))
+        out.appendLE(UInt32(0))
+        var first: UInt64 = 0
+        for row in rows {
+            out.appendLE(row.entry)
+            out.appendLE(UInt32(0))
+            out.appendLE(first)
+            first += UInt64(row.hashes.count)
+        }
+        for row in rows {
+            for hash in row.hashes { out.append(contentsOf: hash.storedBytes) }
+        }
     }
 
     private static func check(name: String, bytes: [UInt8]) throws(FileIndexError) {

@@ -12,7 +12,20 @@ import Testing
     typealias Loaded = (manifest: Manifest, index: FileIndex)
 
     /// Builds `files` (path → bytes) with two tags and loads the result.
-    static func build(_ files: [String: [UInt8]], in root: String, name: String) throws -> Loaded {
+    /// The index of the dist dir at `dist` as a version-2 writer would have written it: the
+    /// block table (after the digest table) cut off and the version field set to 2.
+    static func versionTwo(of dist: String) throws -> [UInt8] {
+        let manifest = try Manifest.decode(Data(contentsOf: URL(fileURLWithPath: dist + "/manifest.json")))
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: dist + "/" + manifest.index.file)))
+        let field = { (offset: Int, width: Int) in (0..<width).reduce(0) { $0 | Int(bytes[offset + $1]) << (8 * $1) } }
+        // Header: entry count (u32) at 16, digest table offset (u64) at 56; 32 bytes per entry.
+        bytes = Array(bytes.prefix(field(56, 8) + field(16, 4) * 32))
+        bytes[8] = 2
+        return bytes
+    }
+
+    static func build(_ files: [String: [UInt8]], in root: String, name: String,
+                      compression: CompressionSetting = .default) throws -> Loaded {
         let source = root + "/" + name
         for (path, bytes) in files {
             let full = source + "/" + path
@@ -24,7 +37,9 @@ import Testing
         }
         try "tags:\n  A: [\"a/**\"]\n  B: [\"b/**\"]\n".write(toFile: source + "/odr.yaml", atomically: true, encoding: .utf8)
         let dist = root + "/" + name + "-dist"
-        _ = try BundleBuilder(resourceRoot: source, logger: Logger(label: "test")).build(into: dist)
+        var builder = BundleBuilder(resourceRoot: source, logger: Logger(label: "test"))
+        builder.compression = compression
+        _ = try builder.build(into: dist)
         let manifest = try Manifest.decode(Data(contentsOf: URL(fileURLWithPath: dist + "/manifest.json")))
         return (manifest, try FileIndex(contentsOf: dist + "/" + manifest.index.file))
     }
@@ -60,7 +75,7 @@ import Testing
         let pack = new.manifest.pack(fetch.pack)
         #expect(fetch.assembly.rebuildsFraming, "replaying the tar writer over the index did not reproduce the builder's pack")
         #expect(fetch.reusedBytes + fetch.downloadBytes == pack.bytes.value)
-        // Remote: the rewritten and the added file whole, and the big file's bytes in chunks that differ.
+        // Remote: the rewritten and the added file whole, and the big file's one changed block.
         let extent = { (path: String) -> Range<Int64> in
             let entry = new.index.entry(new.index.lookup(path: path)!)!
             return entry.packOffset..<entry.packEnd
@@ -69,12 +84,16 @@ import Testing
             #expect(fetch.assembly.remote.contains { $0.lowerBound <= extent(path).lowerBound && $0.upperBound >= extent(path).upperBound }, "\(path)")
         }
         #expect(!fetch.assembly.remote.contains { $0.overlaps(extent("a/one.bin")) }, "an unchanged file is fetched")
-        // An upper bound: the added file shifts the pack's chunks, so the big file counts whole
-        // here, though the assembler, guessing its old bytes in, fetches only failing chunks.
-        let changed = ["a/three.bin", "a/added.txt", "a/two.bin"].reduce(Int64(0)) { $0 + Int64(extent($1).count) }
+        // The added file shifts the pack's chunks, so no chunk of the big file matches; its
+        // block hashes (index version 3) find every block but the one holding the change.
+        let block: Int64 = 65_536
+        let changedBlock = (extent("a/two.bin").lowerBound + 1_441_792)..<(extent("a/two.bin").lowerBound + 1_441_792 + block)
+        let changed = ["a/three.bin", "a/added.txt"].reduce(Int64(0)) { $0 + Int64(extent($1).count) } + block
         #expect(fetch.downloadBytes == changed, "\(fetch.downloadBytes)")
-        // The changed big file is guessed from its old version (same path and size).
-        #expect(fetch.assembly.speculative.contains { $0.target == extent("a/two.bin").lowerBound })
+        #expect(fetch.assembly.remote.contains { $0.lowerBound <= changedBlock.lowerBound && $0.upperBound >= changedBlock.upperBound })
+        #expect(fetch.assembly.blocks.count == 2_500_000 / 65_536, "every unchanged block is copied")
+        // Block-planned, so not guessed from its old version as well.
+        #expect(!fetch.assembly.speculative.contains { $0.target == extent("a/two.bin").lowerBound })
         // What crosses the wire: for a compressed pack (the default), the frames of the chunks
         // the remote spans touch; for a plain one, the spans.
         if let table = try FrameTable(validating: pack, chunkSize: new.manifest.chunkSize) {
@@ -84,6 +103,49 @@ import Testing
             #expect(fetch.wireBytes == fetch.downloadBytes)
         }
         #expect(plan.downloadBytes == fetch.wireBytes)
+    }
+
+    /// Issue 13's W8 in small: 1 MiB changed at an offset aligned to nothing in a 3.5 MB file
+    /// of a plain pack. The change straddles two 1 MiB chunks; block hashes plan the 17
+    /// 64 KiB blocks it touches, not the two chunks.
+    @Test func unalignedMebibyteChangeFetchesLittleMoreThanTheChange() throws {
+        let root = try TemporaryDirectory()
+        var files = Self.revision1
+        files["a/big.bin"] = SyntheticBundle.bytes(3_500_000, seed: 5)
+        let old = try Self.build(files, in: root.path, name: "r1", compression: .none)
+        let oldDist = root.path + "/r1-dist"
+        let changeStart = 1_000_003, changeLength = 1 << 20
+        var big = files["a/big.bin"]!
+        for i in changeStart..<(changeStart + changeLength) { big[i] = ~big[i] }
+        files["a/big.bin"] = big
+        let new = try Self.build(files, in: root.path, name: "r2", compression: .none)
+        #expect(new.index.blockSize == ByteCount.kibibytes(64))
+        let local = Set(old.manifest.packs.indices.map { PackNumber(UInt32($0)) })
+        let plan = UpdatePlan.make(mounted: old.manifest, mountedIndex: old.index, local: local,
+                                   available: new.manifest, availableIndex: new.index)
+        let fetch = try #require(plan.fetches.first)
+        #expect(plan.fetches.count == 1)
+        #expect(fetch.wireBytes == fetch.downloadBytes, "a plain pack moves exactly its spans")
+        // At most the 17 blocks it touches, ⌈(1 MiB + 1_000_003 mod 64 KiB) / 64 KiB⌉ (less
+        // where an unchanged chunk of the pack overlaps the first or last one).
+        #expect(fetch.downloadBytes >= Int64(changeLength) && fetch.downloadBytes <= 17 * 65_536, "\(fetch.downloadBytes)")
+        #expect(Double(plan.downloadBytes) <= 1.1 * Double(changeLength), "\(plan.downloadBytes)")
+        #expect(plan.reusedBytes + plan.downloadBytes == new.manifest.pack(fetch.pack).bytes.value)
+        // A mount whose index predates block tables (version 2) plans as before: the big
+        // file's old bytes guessed in, and the two chunks the change straddles counted.
+        let v2 = try FileIndex(bytes: Self.versionTwo(of: oldDist))
+        #expect(v2.blockSize == nil)
+        let filePlan = UpdatePlan.make(mounted: old.manifest, mountedIndex: v2, local: local,
+                                       available: new.manifest, availableIndex: new.index)
+        let fileFetch = try #require(filePlan.fetches.first)
+        #expect(fileFetch.assembly.blocks.isEmpty)
+        #expect(fileFetch.assembly.speculative.contains { $0.length == 3_500_000 })
+        #expect(Double(fileFetch.downloadBytes) > 1.9 * Double(changeLength), "\(fileFetch.downloadBytes)")
+        // The premise: chunk-granular reuse would fetch both chunks the change touches.
+        let offset = new.index.entry(new.index.lookup(path: "a/big.bin")!)!.packOffset
+        let chunk = new.manifest.chunkSize.value
+        let straddled = (Int64(changeStart) + offset) / chunk != (Int64(changeStart + changeLength) + offset) / chunk
+        #expect(straddled, "the change must straddle a chunk boundary for this test to mean anything")
     }
 
     @Test func unchangedFilesKeepTheirInodes() throws {

@@ -15,6 +15,15 @@ enum FileIndexTarget {
                 check(index.entry(number)?.kind == .regularFile, "\(number) has a hash but is not a regular file")
                 check(digest.digestBytes.count == ContentHash.byteCount, "\(number)'s hash is not 32 bytes")
             }
+            // The block table: only non-empty regular files have block hashes, exactly
+            // ⌈size / blockSize⌉ of them, and they read back without leaving the mapping.
+            if let hashes = index.blockHashes(of: number) {
+                let size = index.entry(number)?.size ?? 0
+                let blockSize = UInt64(index.blockSize?.value ?? 0)
+                check(index.entry(number)?.kind == .regularFile && size > 0, "\(number) has block hashes but is not a non-empty file")
+                check(blockSize > 0 && UInt64(hashes.count) == size / blockSize + (size % blockSize == 0 ? 0 : 1),
+                      "\(number) has \(hashes.count) block hashes for \(size) bytes")
+            }
             let path = index.path(of: number)
             check(index.lookup(path: path) == number, "\(number) is not found at its own path \(path)")
             for child in index.children(of: number) {
@@ -28,5 +37,9 @@ enum FileIndexTarget {
         _ = index.children(of: beyond)
         _ = index.path(of: beyond)
         check(index.sha256(of: beyond) == nil, "an entry past the end has a hash")
+        check(index.blockHashes(of: beyond) == nil, "an entry past the end has block hashes")
+        for number in index.filesWithBlockHashes {
+            check(index.blockHashes(of: number) != nil, "\(number) is listed with block hashes but has none")
+        }
     }
 }

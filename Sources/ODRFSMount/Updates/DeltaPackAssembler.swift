@@ -41,10 +41,11 @@ struct DeltaPackAssembler {
             return file
         }
         do throws(FetchError) {
-            try await writeLocalBytes(plan, into: file)
+            let unverifiedBlocks = try await writeLocalBytes(plan, into: file)
             // Only what the local bytes did not get right: remote spans inside chunks that fail.
             let failing = try await failingChunks(pack, file: file)
-            let spans = PackAssemblyPlan.subtract(PackAssemblyPlan.subtract(failing, from: [0..<pack.bytes.value]), from: plan.remote)
+            let remote = PackAssemblyPlan.union(plan.remote, unverifiedBlocks)
+            let spans = PackAssemblyPlan.subtract(PackAssemblyPlan.subtract(failing, from: [0..<pack.bytes.value]), from: remote)
             let fetched = try await fetchRemote(pack, spans: spans, into: file)
             try await verify(pack, file: file)
             _ = try await io.run { () throws(FetchError) -> CachedPack in
@@ -60,25 +61,16 @@ struct DeltaPackAssembler {
     }
 
     /// The guesses first, then the spans known to be right (which may overwrite a guess),
-    /// then the rebuilt tar framing.
-    private func writeLocalBytes(_ plan: PackAssemblyPlan, into file: TemporaryFile) async throws(FetchError) {
-        let (index, mounted, store) = (self.index, self.mounted, self.store)
-        try await io.run { () throws(FetchError) in
+    /// then the blocks that verify, then the rebuilt tar framing. Returns the blocks that
+    /// did not verify, to be fetched.
+    private func writeLocalBytes(_ plan: PackAssemblyPlan, into file: TemporaryFile) async throws(FetchError) -> [Range<Int64>] {
+        let (index, mounted, store, logger) = (self.index, self.mounted, self.store, self.logger)
+        return try await io.run { () throws(FetchError) -> [Range<Int64>] in
             let fd = file.descriptor
-            var sources: [PackNumber: Int32] = [:]
-            defer { for fd in sources.values { close(fd) } }
+            var sources = SourcePacks(mounted: mounted, store: store)
             var buffer = [UInt8](repeating: 0, count: 1 << 20)
             for span in plan.speculative + plan.reused {
-                let source: Int32
-                if let open = sources[span.source] {
-                    source = open
-                } else {
-                    guard let descriptor = mounted.packIfPresent(span.source) else { throw FetchError(.localIO, "no source pack") }
-                    let path = store.path(of: descriptor)
-                    source = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-                    guard source >= 0 else { throw FetchError(.localIO, "cannot open the cached pack \(path): \(String(cString: strerror(errno)))") }
-                    sources[span.source] = source
-                }
+                let source = try sources.descriptor(of: span.source)
                 var done: Int64 = 0
                 while done < span.length {
                     let count = Int(min(Int64(buffer.count), span.length - done))
@@ -87,6 +79,10 @@ struct DeltaPackAssembler {
                     try Self.write(buffer[0..<n], to: fd, at: span.target + done, path: file.path)
                     done += Int64(n)
                 }
+            }
+            let blocks = try Self.copyBlocks(plan.blocks, sources: &sources, into: fd, path: file.path)
+            if !plan.blocks.isEmpty {
+                logger.debug("update: copied \(blocks.copied) bytes in unchanged blocks, \(blocks.failed.count) blocks did not verify and are fetched")
             }
             if plan.rebuildsFraming {
                 // Padding and the end-of-archive blocks are zeros: the sized file already has them.
@@ -100,6 +96,7 @@ struct DeltaPackAssembler {
                     _ = tar.endFile()
                 }
             }
+            return blocks.failed
         }
     }
 
@@ -158,7 +155,7 @@ struct DeltaPackAssembler {
         }
     }
 
-    private static func write<Bytes: ContiguousBytes>(_ bytes: Bytes, to fd: Int32, at offset: Int64, path: String) throws(FetchError) {
+    static func write<Bytes: ContiguousBytes>(_ bytes: Bytes, to fd: Int32, at offset: Int64, path: String) throws(FetchError) {
         let result: Int = bytes.withUnsafeBytes { buffer in
             var done = 0
             while done < buffer.count {

@@ -12,9 +12,12 @@ import ODRFSCore
 ///    padding and the end-of-archive blocks are rebuilt here when replaying the writer
 ///    over the pack's files lands every file exactly at its recorded offset;
 /// 3. whole chunks: a chunk of the new pack whose hash equals a chunk of a local pack
-///    (same chunk size), which catches a large file changed in a few places.
+///    (same chunk size), which catches a large file changed in a few places;
+/// 4. blocks (index version 3): a block of a large file of the new pack whose hash equals
+///    a block of a file in a local pack (``LocalBlocks``), so a change costs the blocks it
+///    touched, whatever the pack's chunks; each copied block is checked against its hash.
 /// What is left is fetched by HTTP range, except where the mounted revision has a file of
-/// the same path and size in a local pack: its old bytes are copied in as a guess
+/// the same path and size in a local pack and no block hashes: its old bytes are copied in as a guess
 /// (``speculative``), and only the guessed spans inside chunks that then fail their hash
 /// are fetched — a large file changed in a few places costs the chunks it changed in.
 /// None of this is trusted: the assembled pack is verified against the new manifest's
@@ -38,6 +41,8 @@ struct PackAssemblyPlan: Sendable {
     var remote: [Range<Int64>]
     /// Guesses for remote spans: the same path's old bytes.
     var speculative: [UpdatePlan.ReusedSpan]
+    /// Blocks copied from local packs, each used only if it hashes as the new index says.
+    var blocks: [BlockCopy] = []
 
     var remoteBytes: Int64 { remote.reduce(0) { $0 + ($1.upperBound - $1.lowerBound) } }
 
@@ -45,6 +50,7 @@ struct PackAssemblyPlan: Sendable {
     /// (empty when the chunk sizes differ).
     static func make(pack: PackDescriptor, chunkSize: ByteCount, files: [File], fileReuse: [UpdatePlan.ReusedSpan],
                      framingMatches: Bool, chunkSources: [ContentHash: ChunkSource],
+                     blockCopies: (File) -> [BlockCopy]? = { _ in nil },
                      previousVersion: (File) -> UpdatePlan.ReusedSpan?) -> PackAssemblyPlan {
         let bytes = pack.bytes.value
         var needed: [Range<Int64>] = framingMatches ? files.map(\.extent).filter { !$0.isEmpty } : (bytes > 0 ? [0..<bytes] : [])
@@ -65,15 +71,28 @@ struct PackAssemblyPlan: Sendable {
             }
             needed = subtract(chunkRanges, from: needed)
         }
-        var speculative: [UpdatePlan.ReusedSpan] = []
+        var blocks: [BlockCopy] = []
+        var blockPlanned: Set<EntryNumber> = []
         var n = 0
         for file in files {
+            while n < needed.count && needed[n].upperBound <= file.extent.lowerBound { n += 1 }
+            guard n < needed.count, needed[n].overlaps(file.extent), let copies = blockCopies(file) else { continue }
+            blockPlanned.insert(file.entry)
+            blocks.append(contentsOf: copies.filter { copy in
+                let range = copy.target..<(copy.target + copy.length)
+                return needed[n...].prefix { $0.lowerBound < range.upperBound }.contains { $0.overlaps(range) }
+            })
+        }
+        needed = subtract(blocks.map { $0.target..<($0.target + $0.length) }, from: needed)
+        var speculative: [UpdatePlan.ReusedSpan] = []
+        n = 0
+        for file in files where !blockPlanned.contains(file.entry) {
             while n < needed.count && needed[n].upperBound <= file.extent.lowerBound { n += 1 }
             guard n < needed.count, needed[n].overlaps(file.extent), let guess = previousVersion(file) else { continue }
             speculative.append(guess)
         }
         return PackAssemblyPlan(files: files, reused: reused, rebuildsFraming: framingMatches, remote: needed,
-                                speculative: speculative)
+                                speculative: speculative, blocks: blocks)
     }
 
     /// Where a local pack holds a chunk.
@@ -96,6 +115,20 @@ struct PackAssemblyPlan: Sendable {
         }
         _ = tar.finish()
         return tar.offset == UInt64(pack.bytes.value)
+    }
+
+    /// The ranges covered by `a` or `b` (each sorted and disjoint), sorted and disjoint.
+    static func union(_ a: [Range<Int64>], _ b: [Range<Int64>]) -> [Range<Int64>] {
+        guard !b.isEmpty else { return a }
+        var result: [Range<Int64>] = []
+        for range in (a + b).sorted(by: { $0.lowerBound < $1.lowerBound }) where !range.isEmpty {
+            if let last = result.last, range.lowerBound <= last.upperBound {
+                result[result.count - 1] = last.lowerBound..<max(last.upperBound, range.upperBound)
+            } else {
+                result.append(range)
+            }
+        }
+        return result
     }
 
     /// `ranges` minus `holes`; both sorted by lower bound, each list disjoint.

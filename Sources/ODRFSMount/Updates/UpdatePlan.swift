@@ -11,8 +11,8 @@ import ODRFSFetch
 /// the others stay remote and download on first open, as before.
 ///
 /// For each fetched pack a ``PackAssemblyPlan`` says which bytes the cache already holds
-/// (whole files by SHA-256 — index version 2 — rebuilt tar framing, matching chunks) and
-/// which must be fetched. `downloadBytes` is an upper bound: a changed file whose old
+/// (whole files by SHA-256 — index version 2 — rebuilt tar framing, matching chunks, and
+/// blocks of large files by their hashes — index version 3) and which must be fetched. `downloadBytes` is an upper bound: a changed file whose old
 /// version is cached is guessed in first, and only its chunks that then fail are fetched.
 /// It counts what crosses the wire: for a compressed pack, the frames of the chunks the
 /// remote spans touch (``PackSpanFetcher/transferBytes(of:chunkSize:spans:)``).
@@ -61,6 +61,7 @@ struct UpdatePlan: Sendable {
         let files = filesByPack(Set(fetched), in: availableIndex)
         var spans = reusableSpans(of: Set(fetched), mounted: mountedIndex, local: local, available: availableIndex)
         let chunks = available.chunkSize == mounted.chunkSize ? chunkSources(mounted, local: local) : [:]
+        let blocks = fetched.isEmpty ? nil : LocalBlocks(mounted: mountedIndex, local: local, available: availableIndex)
         var fetches: [PackFetch] = []
         var download: Int64 = 0, reused: Int64 = 0
         for number in fetched {
@@ -71,6 +72,10 @@ struct UpdatePlan: Sendable {
                 fileReuse: spans.removeValue(forKey: number) ?? [],
                 framingMatches: PackAssemblyPlan.framingMatches(pack: descriptor, files: packFiles, index: availableIndex),
                 chunkSources: chunks,
+                blockCopies: { file in
+                    guard let blocks, let hashes = availableIndex.blockHashes(of: file.entry) else { return nil }
+                    return blocks.copies(for: file, hashes: hashes)
+                },
                 previousVersion: { file in
                     previousVersion(of: file, in: availableIndex, mounted: mountedIndex, local: local)
                 })
