@@ -67,6 +67,12 @@ struct MountCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Hold prefetch until no open has waited for this long after the mount is ready (e.g. 500ms, 5s, 1m); initial-install tags are never delayed.")
     var prefetchDelay: DurationArgument?
 
+    @Option(name: .long, help: "FUSE passthrough: auto (large files of local packs are read by the kernel from their own copies when it and the daemon's privileges allow) or off (every read goes through the daemon).")
+    var passthrough: PassthroughSettings.Mode = .auto
+
+    @Option(name: .long, help: "The smallest file that passes through (e.g. 256K, 4M; default 1M).")
+    var passthroughMinSize: ByteCountArgument?
+
     @Flag(name: .long, help: "Never contact the origin: mount the cached bundle version; opens of packs not cached fail at once with EIO.")
     var offline = false
 
@@ -94,6 +100,9 @@ struct MountCommand: AsyncParsableCommand {
         guard maxDownloads > 0 else { throw ValidationError("--max-downloads must be at least 1") }
         if let maxBackgroundRate, maxBackgroundRate.value.value < 1024 {
             throw ValidationError("--max-background-rate must be at least 1K (bytes per second)")
+        }
+        if let passthroughMinSize, passthroughMinSize.value.value < 1 {
+            throw ValidationError("--passthrough-min-size must be at least 1 byte")
         }
         if let tokenFile, access(tokenFile, R_OK) != 0 {
             throw ValidationError("cannot read the token file \(tokenFile): \(String(cString: strerror(errno)))")
@@ -153,6 +162,9 @@ struct MountCommand: AsyncParsableCommand {
         configuration.maximumConcurrentDownloads = maxDownloads
         configuration.schedule = SchedulerSettings(maximumBackgroundRate: maxBackgroundRate?.value, prefetchDelay: prefetchDelay?.value)
         configuration.offline = offline
+        configuration.passthrough = PassthroughSettings(
+            mode: passthrough, minimumSize: passthroughMinSize?.value ?? PassthroughSettings.defaultMinimumSize
+        )
         configuration.mirrors = try parsedMirrors()
         configuration.trustedKeys = try trustKeys.map(Self.loadTrustKey)
         configuration.updates = updates.settings

@@ -11,12 +11,16 @@ struct PassthroughMountTests {
     /// Above `BackingFileExtractor.minimumBytes` (1 MiB), at an odd size.
     static let bigBytes = 3 << 20 + 777
     static var bigContents: Data { Data(TestBundle.pseudoRandom(bigBytes, seed: 14)) }
+    /// Below the default minimum size, above the one `--passthrough-min-size 128K` sets.
+    static let midBytes = 200 << 10 + 13
+    static var midContents: Data { Data(TestBundle.pseudoRandom(midBytes, seed: 15)) }
 
     func makeFixture() async throws -> MountFixture {
         let fixture = try MountFixture()
         try FileManager.default.createDirectory(atPath: fixture.source + "/big", withIntermediateDirectories: true)
         try Self.bigContents.write(to: URL(fileURLWithPath: fixture.source + "/big/big.bin"))
         try Data("small".utf8).write(to: URL(fileURLWithPath: fixture.source + "/big/small.txt"))
+        try Self.midContents.write(to: URL(fileURLWithPath: fixture.source + "/big/mid.bin"))
         try Data("base".utf8).write(to: URL(fileURLWithPath: fixture.source + "/base.txt"))
         try "tags:\n  Big: [\"big/**\"]\n".write(toFile: fixture.source + "/odr.yaml", atomically: true, encoding: .utf8)
         let build = try await fixture.odrfs(["build", fixture.source, "-o", fixture.dist])
@@ -187,5 +191,60 @@ struct PassthroughMountTests {
         #expect(status.contains(", reads fuse (passthrough needs CAP_SYS_ADMIN)"), "\(status)")
         #expect(fixture.log.contains("fuse (passthrough needs CAP_SYS_ADMIN)"), "the log says which read path: \(fixture.log)")
         #expect(backingFiles(fixture).isEmpty, "no backing files are copied when they cannot be used")
+    }
+
+    /// Opens `name` under big/, prints the status while it is open, then its bytes.
+    static let holdAndStatusScript = """
+    set -e
+    exec 3< "$1/big/$2"
+    cat "$1/.odrfs/status" > "$3.status"
+    cat <&3 > "$3.bytes"
+    """
+
+    /// The read path shown while `name` is held open, and the bytes read through that open.
+    func readWhileHeld(_ fixture: MountFixture, name: String) async throws -> (readsLine: String, bytes: Data?) {
+        let out = fixture.root + "/held-" + name
+        let result = try await Command.run("/bin/sh", ["-c", Self.holdAndStatusScript, "sh", fixture.mountpoint, name, out])
+        try #require(result.status == 0, "\(result.stderr)")
+        let status = (try? String(contentsOfFile: out + ".status", encoding: .utf8)) ?? ""
+        var reads = "(none)"
+        if let line = status.split(separator: "\n").first(where: { $0.hasPrefix("cache:") }), let range = line.range(of: ", reads ") {
+            reads = "reads " + line[range.upperBound...]
+        }
+        return (reads, FileManager.default.contents(atPath: out + ".bytes"))
+    }
+
+    @Test("--passthrough off: every read takes the FUSE path, no backing files are copied, and status and log say it was switched off")
+    func switchedOff() async throws {
+        let fixture = try await makeFixture()
+        try await fixture.mount(extra: ["--passthrough", "off"])
+        #expect(readsLine(fixture) == "reads fuse (passthrough switched off)", "\(readsLine(fixture))")
+        try await catBig(fixture)
+        try await catBig(fixture)
+        let held = try await readWhileHeld(fixture, name: "big.bin")
+        #expect(held.readsLine == "reads fuse (passthrough switched off)")
+        #expect(held.bytes == Self.bigContents, "big.bin differs")
+        // A copy would have started at the first close; give it time to show up.
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(backingFiles(fixture).isEmpty, "no backing files with passthrough off: \(backingFiles(fixture))")
+        #expect(fixture.log.contains("fuse (passthrough switched off)"), "the log says which read path: \(fixture.log)")
+        let status = try await fixture.odrfs(["status", fixture.mountpoint, "--json"])
+        let json = String(decoding: status.stdout, as: UTF8.self)
+        #expect(json.contains("passthrough switched off"), "\(json)")
+    }
+
+    @Test("--passthrough-min-size 128K passes a 200 KiB file through (the default 1 MiB would not)")
+    func lowerMinimumSize() async throws {
+        let fixture = try await makeFixture()
+        try await fixture.mount(extra: ["--passthrough-min-size", "128K"])
+        let first = try await readWhileHeld(fixture, name: "mid.bin")  // downloads the pack: FUSE path
+        #expect(first.bytes == Self.midContents, "mid.bin differs")
+        #expect(await eventually { backingFiles(fixture).count == 1 }, "no backing file for mid.bin: \(fixture.log)")
+        let small = try await Command.run("/bin/cat", [fixture.mountpoint + "/big/small.txt"])
+        #expect(small.stdout == Data("small".utf8))
+        let held = try await readWhileHeld(fixture, name: "mid.bin")
+        #expect(held.readsLine == "reads passthrough (1 file passed through now)", "\(held.readsLine)")
+        #expect(held.bytes == Self.midContents, "mid.bin differs when passed through")
+        #expect(backingFiles(fixture).count == 1, "small.txt stays below the minimum: \(backingFiles(fixture))")
     }
 }

@@ -36,6 +36,8 @@ public struct MountConfiguration: Sendable, Codable {
     /// `--learn-prefetch`: prefetch in the order earlier sessions on this machine first
     /// needed packs, after initial-install and before the manifest's prefetch list.
     public var learnPrefetch = false
+    /// `--passthrough` and `--passthrough-min-size`.
+    public var passthrough = PassthroughSettings()
     /// `--metrics ADDR:PORT`: where to serve Prometheus metrics; nil for nowhere.
     public var metricsAddress: String?
 

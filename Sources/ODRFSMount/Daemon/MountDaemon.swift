@@ -34,11 +34,15 @@ public final class MountDaemon: Sendable {
 
     /// `--learn-prefetch`: prefetch this machine's past order first.
     let learnPrefetch: Bool
+    /// `--passthrough` and `--passthrough-min-size`.
+    let passthrough: PassthroughSettings
 
     private init(mountpoint: String, origin: any Origin, revisions: MountRevisions, session: FUSESession,
                  updater: BundleUpdater, updateSettings: UpdateSettings,
-                 manifestLimit: ByteCount, prefetchDelay: Duration?, learnPrefetch: Bool, logger: Logger) {
+                 manifestLimit: ByteCount, prefetchDelay: Duration?, learnPrefetch: Bool,
+                 passthrough: PassthroughSettings, logger: Logger) {
         self.learnPrefetch = learnPrefetch
+        self.passthrough = passthrough
         self.mountpoint = mountpoint
         self.manifestLimit = manifestLimit
         self.prefetchDelay = prefetchDelay
@@ -51,7 +55,7 @@ public final class MountDaemon: Sendable {
         self.control = ControlServer(
             socketPath: runtime.controlSocket,
             service: MountControlService(revisions: revisions, updater: updater, logger: logger,
-                                         readPath: { [session] in session.passthrough.summary }),
+                                         readPath: { [session] in passthrough.readPath(session.passthrough) }),
             logger: logger
         )
         self.logger = logger
@@ -96,7 +100,8 @@ public final class MountDaemon: Sendable {
         let bundle = try await PreparedBundle.load(configuration, origin: origin, logger: logger, progress: progress)
         let (manifest, index, manager) = (bundle.manifest, bundle.index, bundle.manager)
         // Wrapped so that `odrfs update` can switch the revision under a running mount.
-        let fileSystem = RevisionSwitchingFileSystem(BundleFileSystem(index: index, manager: manager, logger: logger))
+        let fileSystem = RevisionSwitchingFileSystem(
+            BundleFileSystem(index: index, manager: manager, logger: logger, passthrough: configuration.passthrough))
         var options = MountOptions(fsName: "odrfs", subtype: "odrfs")
         options.extra = configuration.fuseOptions
         let session: FUSESession
@@ -117,7 +122,7 @@ public final class MountDaemon: Sendable {
                            updateSettings: configuration.updates,
                            manifestLimit: configuration.manifestLimit, prefetchDelay: configuration.schedule.prefetchDelay,
                            learnPrefetch: configuration.learnPrefetch,
-                           logger: logger)
+                           passthrough: configuration.passthrough, logger: logger)
     }
 
     /// Attaches the kernel mount. After this returns the mount is usable.
@@ -136,6 +141,10 @@ public final class MountDaemon: Sendable {
             logger.error("control socket unavailable", metadata: ["socket": "\(runtime.controlSocket)", "error": "\(error)"])
         }
         logger.info("mounted", metadata: ["mountpoint": "\(mountpoint)"])
+        if passthrough.mode == .off {
+            // FUSEKit logs the negotiated read path only when passthrough was asked for.
+            logger.info("FUSE read path", metadata: ["fuse.read_path": "\(PassthroughSettings.switchedOffReadPath)"])
+        }
     }
 
 }

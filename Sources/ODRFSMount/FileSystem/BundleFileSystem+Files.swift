@@ -157,7 +157,7 @@ extension BundleFileSystem {
 
     private func openStatusFile(request: consuming FUSERequest) {
         var snapshot = manager.snapshot()
-        snapshot.readPath = request.passthrough.summary
+        snapshot.readPath = passthroughSettings.readPath(request.passthrough)
         let text = snapshot.renderTable()
         let handle = virtualFiles.open(Array(text.utf8))
         var options = OpenReplyOptions()

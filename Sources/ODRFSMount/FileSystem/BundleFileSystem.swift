@@ -18,7 +18,7 @@ import ODRFSCore
 ///   at the file's offset inside its pack, but only below the verified prefix of the
 ///   reader's own file; past it, the reply waits for those bytes (same callbacks).
 ///   `keep_cache` lets repeat reads come from the page cache.
-/// - Passthrough: an open of a large file (≥ 1 MiB) whose pack is local is answered
+/// - Passthrough: an open of a large file (≥ `--passthrough-min-size`, 1 MiB) whose pack is local is answered
 ///   with its backing file (`BackingFileExtractor`), so the kernel serves reads and
 ///   mmap from the cache's filesystem and never asks again; the open still retains
 ///   the pack and counts as an access. Otherwise, and whenever the kernel refuses, the
@@ -39,23 +39,28 @@ public final class BundleFileSystem: FUSEFileSystem {
     let readers: ReaderTable
     /// Per-file copies of large files for FUSE passthrough.
     let backingFiles: BackingFileExtractor
+    /// `--passthrough` and `--passthrough-min-size`, the same for every revision.
+    let passthroughSettings: PassthroughSettings
     /// The bundle's size in 4 KiB blocks for statfs, summed once (a `df` loop must not walk the packs).
     let totalBlocks: UInt64
 
-    public convenience init(index: FileIndex, manager: ResourceManager, logger: Logger) {
-        self.init(index: index, manager: manager, logger: logger, inodes: InodeMap(entryCount: index.entryCount), previous: nil)
+    public convenience init(index: FileIndex, manager: ResourceManager, logger: Logger, passthrough: PassthroughSettings = PassthroughSettings()) {
+        self.init(index: index, manager: manager, logger: logger, inodes: InodeMap(entryCount: index.entryCount), previous: nil,
+                  passthrough: passthrough)
     }
 
     /// The file system of a revision; after an update, `previous` is the one it replaces,
-    /// whose open files, virtual files and mount time it takes over.
-    init(index: FileIndex, manager: ResourceManager, logger: Logger, inodes: InodeMap, previous: BundleFileSystem?) {
+    /// whose open files, virtual files, mount time and passthrough settings it takes over.
+    init(index: FileIndex, manager: ResourceManager, logger: Logger, inodes: InodeMap, previous: BundleFileSystem?,
+         passthrough: PassthroughSettings = PassthroughSettings()) {
         self.index = index
         self.manager = manager
         self.logger = logger
         self.inodes = inodes
         self.readers = previous?.readers ?? ReaderTable()
         self.virtualFiles = previous?.virtualFiles ?? VirtualFileTable()
-        self.backingFiles = BackingFileExtractor(manager: manager)
+        self.passthroughSettings = previous?.passthroughSettings ?? passthrough
+        self.backingFiles = BackingFileExtractor(manager: manager, minimumSize: passthroughSettings.minimumSize)
         // Saturating and bounded by manifest validation, so the rounding cannot overflow.
         self.totalBlocks = (UInt64(manager.manifest.totalBytes.value) + 4095) / 4096
         var now = timespec()
@@ -82,8 +87,8 @@ public final class BundleFileSystem: FUSEFileSystem {
         connection.autoInvalidateData = false
         // Large files of local packs are then read by the kernel from their own backing
         // files (needs CAP_SYS_ADMIN; otherwise, and for files still streaming in, the
-        // FUSE read path below serves them).
-        connection.passthrough = true
+        // FUSE read path below serves them). `--passthrough off` never asks.
+        connection.passthrough = passthroughSettings.mode == .auto
         // Readahead of a file still streaming in waits for its bytes, and every such
         // read holds one of the kernel's background slots (12 by default). RELEASE is a
         // background request too: with a dozen readers waiting on downloads, closes would

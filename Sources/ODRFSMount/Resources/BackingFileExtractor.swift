@@ -9,7 +9,7 @@ import Synchronization
 /// FUSE passthrough reads a backing file from offset 0 and a pack is a tar with each
 /// file at some offset.
 ///
-/// Store layout, and why: only files of at least ``minimumBytes`` get one (the big
+/// Store layout, and why: only files of at least ``minimumSize`` (`--passthrough-min-size`) get one (the big
 /// reads and mmaps that gain from the local filesystem's page cache; small files would
 /// double the cache's file count for little), copied on their first open after their
 /// pack is complete, off the FUSE thread, so that open and any open during the copy use
@@ -21,7 +21,7 @@ import Synchronization
 /// leave nothing that is trusted or uncounted.
 final class BackingFileExtractor: Sendable {
     /// Files smaller than this always use the FUSE read path.
-    static let minimumBytes: Int64 = 1 << 20
+    let minimumSize: ByteCount
 
     private struct Key: Hashable {
         var pack: PackNumber
@@ -31,15 +31,16 @@ final class BackingFileExtractor: Sendable {
     private let manager: ResourceManager
     private let inFlight = Mutex<Set<Key>>([])
 
-    init(manager: ResourceManager) {
+    init(manager: ResourceManager, minimumSize: ByteCount) {
         self.manager = manager
+        self.minimumSize = minimumSize
     }
 
     /// The backing file of the file at `extent` in `pack`, if it has been copied and
     /// the pack is still local; else nil, after starting the copy if the file is large
     /// enough and none is under way.
     func backingFile(pack: PackNumber, extent: PackExtent) -> String? {
-        guard extent.size >= Self.minimumBytes else { return nil }
+        guard extent.size >= minimumSize.value else { return nil }
         let index = Int(pack.rawValue)
         let (isLocal, isCopied) = manager.table.withState { state in
             (state.slots[index].isLocal, state.slots[index].backingFiles[extent.offset] != nil)

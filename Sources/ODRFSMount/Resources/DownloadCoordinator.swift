@@ -135,7 +135,8 @@ final class DownloadCoordinator: Sendable {
         let outcome = table.withState { state -> Outcome in
             if state.slots[index].isLocal {
                 if retains { crossedInUse = table.retain(index, in: &state, at: now) || crossedInUse }
-                return .ready(nil)
+                // Its kept descriptor, if any (`PackTable+OpenFiles.swift`); else the reader opens it.
+                return .ready(PackTable.keptFile(index, in: &state))
             }
             if let prefix, let download = state.slots[index].download, let file = download.file, download.verifiedBytes >= prefix {
                 // The bytes this reader needs are already proven in the file being written.
@@ -266,7 +267,7 @@ final class DownloadCoordinator: Sendable {
     private func finishDownload(_ pack: PackNumber, result: Result<Void, FetchError>, duration: Duration) {
         let index = Int(pack.rawValue)
         let now = table.clock()
-        enum Next { case finished([Waiter], VerifiedFile?), restart(VerifiedFile?) }
+        enum Next { case finished([Waiter], VerifiedFile?, dropped: VerifiedFile?), restart(VerifiedFile?) }
         var crossedInUse = false
         let next = table.withState { state -> Next in
             let waiters = Array(state.slots[index].download?.waiters.values ?? [:].values)
@@ -285,19 +286,22 @@ final class DownloadCoordinator: Sendable {
             }
             state.slots[index].download = nil
             state.reservedBytes -= table.manifest.pack(pack).bytes.value
+            var dropped: VerifiedFile?
             if case .success = result {
                 state.slots[index].isLocal = true
+                // The published pack is this very file (renamed): later opens share it.
+                if let file { dropped = PackTable.keep(file, for: index, in: &state).dropped }
                 state.slots[index].fetchCount += 1
                 state.cachedBytes += table.manifest.pack(pack).bytes.value
                 for waiter in waiters where waiter.retains {
                     crossedInUse = table.retain(index, in: &state, at: now) || crossedInUse
                 }
             }
-            return .finished(waiters, file)
+            return .finished(waiters, file, dropped: dropped)
         }
         defer { observers.changed(pack) }
         if crossedInUse { reportInUseLimitCrossed(pack) }
-        guard case .finished(let waiters, let file) = next else {
+        guard case .finished(let waiters, let file, _) = next else {
             if case .restart(let abandoned) = next { abandoned?.fail("the download was abandoned and started over") }
             startDownload(pack)
             return

@@ -31,6 +31,8 @@ final class PackTable: Sendable {
         /// in `cachedBytes` while they exist; evicted with the pack.
         var backingFiles: [Int64: Int64] = [:]
         var backingBytes: Int64 { backingFiles.values.reduce(0, +) }
+        /// The local pack's descriptor, shared by its readers (`PackTable+OpenFiles.swift`).
+        var openFile: VerifiedFile?
     }
 
     struct State {
@@ -45,6 +47,8 @@ final class PackTable: Sendable {
         /// Tags whose override changed since it was last written to the cache index.
         var unsavedPriorities: Set<Tag> = []
         var evictionCount = 0
+        /// Slots with an `openFile`, least recently opened first.
+        var openFileOrder: [Int] = []
     }
 
     /// What a release did.
@@ -139,6 +143,7 @@ final class PackTable: Sendable {
             let index = Int(pack.rawValue)
             guard state.slots[index].download == nil && state.slots[index].isLocal else { return false }
             state.slots[index].isLocal = false
+            Self.dropKeptFile(index, in: &state)
             state.cachedBytes -= bytes
             return true
         }
@@ -169,7 +174,9 @@ final class PackTable: Sendable {
             cached += slot.backingBytes
             if slot.download != nil { reserved += bytes }
             if slot.retainCount > 0 { inUse += bytes }
+            precondition(slot.openFile == nil || slot.isLocal, "pack \(manifest.packs[index].id) keeps a descriptor but is not local")
         }
+        precondition(state.openFileOrder.count <= Self.maximumOpenPackFiles, "\(state.openFileOrder.count) kept pack descriptors")
         cached += state.orphans.values.reduce(0) { $0 + $1.bytes }
         precondition(cached == state.cachedBytes, "cachedBytes \(state.cachedBytes) but local packs and orphans add up to \(cached)")
         precondition(reserved == state.reservedBytes, "reservedBytes \(state.reservedBytes) but downloads add up to \(reserved)")

@@ -166,6 +166,9 @@ final class Purger: Sendable {
         }
         let index = table.manifest.packs.firstIndex { $0.sha256.hex == sha256 }!
         state.slots[index].isLocal = false
+        // Unretained, so only the slot holds its descriptor: closed here, under the lock,
+        // like the rename into trash/ below, so that its space is freed with it.
+        PackTable.dropKeptFile(index, in: &state)
         state.cachedBytes -= table.manifest.packs[index].bytes.value
         store.moveToTrash(sha256: sha256)
         // Its passthrough backing files go with it (kernel-held ones live on until their last close).

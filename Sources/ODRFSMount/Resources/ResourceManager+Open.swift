@@ -66,7 +66,10 @@ extension ResourceManager {
         let descriptor = manifest.pack(pack)
         let path = store.path(of: descriptor)
         if let published = VerifiedFile.openPublished(path: path, size: descriptor.bytes.value) {
-            return .success(PackReader(pack: pack, file: published, manager: self))
+            let index = Int(pack.rawValue)
+            let (file, dropped) = table.withState { PackTable.keep(published, for: index, in: &$0) }
+            _ = dropped  // closed here, outside the lock, if this was its last reference
+            return .success(PackReader(pack: pack, file: file, manager: self))
         }
         let code = errno
         release(pack)

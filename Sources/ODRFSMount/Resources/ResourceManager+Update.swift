@@ -20,6 +20,8 @@ extension ResourceManager {
     /// I/O executor only.
     func retire() {
         purger.finish()
+        // The next revision's table keeps its own; these must not hold purged packs' space.
+        table.dropKeptFiles()
         saveAccesses()
         savePriorities()
     }

@@ -1,0 +1,5 @@
+import ArgumentParser
+import ODRFSMount
+
+/// `--passthrough auto|off`.
+extension PassthroughSettings.Mode: ExpressibleByArgument {}
