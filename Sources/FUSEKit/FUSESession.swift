@@ -36,10 +36,10 @@ public final class FUSESession: @unchecked Sendable {
 
     /// libfuse's session; valid until `state.phase` becomes `.tornDown`
     /// (set under the lock before anything is destroyed).
-    private let session: OpaquePointer
-    private let context: SessionContext
+    let session: OpaquePointer
+    let context: SessionContext
     /// The retained userdata passed to libfuse; released after fuse_session_destroy.
-    private let userdata: Unmanaged<SessionContext>
+    let userdata: Unmanaged<SessionContext>
     private let logger: Logger
     private let state = Mutex(State())
 
@@ -272,6 +272,8 @@ public final class FUSESession: @unchecked Sendable {
         if previous.phase == .mounted || previous.phase == .running {
             fuse_session_unmount(session)
         }
+        // After unmount, before the device closes: closing the rings cancels their entries.
+        context.ioUring.stop()
         if previous.signalHandlersInstalled {
             fuse_remove_signal_handlers(session)
         }
