@@ -35,10 +35,14 @@ public final class MountDaemon: Sendable {
     /// `--learn-prefetch`: prefetch this machine's past order first.
     let learnPrefetch: Bool
 
+    /// `--io-uring`: ask the session for FUSE over io_uring once mounted.
+    let ioUring: Bool
+
     private init(mountpoint: String, origin: any Origin, revisions: MountRevisions, session: FUSESession,
                  updater: BundleUpdater, updateSettings: UpdateSettings,
-                 manifestLimit: ByteCount, prefetchDelay: Duration?, learnPrefetch: Bool, logger: Logger) {
+                 manifestLimit: ByteCount, prefetchDelay: Duration?, learnPrefetch: Bool, ioUring: Bool = false, logger: Logger) {
         self.learnPrefetch = learnPrefetch
+        self.ioUring = ioUring
         self.mountpoint = mountpoint
         self.manifestLimit = manifestLimit
         self.prefetchDelay = prefetchDelay
@@ -51,7 +55,7 @@ public final class MountDaemon: Sendable {
         self.control = ControlServer(
             socketPath: runtime.controlSocket,
             service: MountControlService(revisions: revisions, updater: updater, logger: logger,
-                                         readPath: { [session] in session.passthrough.summary }),
+                                         readPath: { [session] in "\(session.passthrough.summary); transport \(session.transport)" }),
             logger: logger
         )
         self.logger = logger
@@ -116,7 +120,7 @@ public final class MountDaemon: Sendable {
         return MountDaemon(mountpoint: mountpoint, origin: origin, revisions: revisions, session: session, updater: updater,
                            updateSettings: configuration.updates,
                            manifestLimit: configuration.manifestLimit, prefetchDelay: configuration.schedule.prefetchDelay,
-                           learnPrefetch: configuration.learnPrefetch,
+                           learnPrefetch: configuration.learnPrefetch, ioUring: configuration.ioUring,
                            logger: logger)
     }
 
@@ -125,6 +129,9 @@ public final class MountDaemon: Sendable {
         do {
             try session.installSignalHandlers()
             try session.mount(at: mountpoint)
+            if ioUring {
+                session.requestIOUring()
+            }
         } catch {
             throw MountError("cannot mount at \(mountpoint): \(error)")
         }
