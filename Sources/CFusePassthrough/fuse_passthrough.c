@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse3/fuse_lowlevel.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/uio.h>
@@ -73,12 +74,30 @@ struct init_state {
     int uring_offered;  // the kernel offered FUSE_OVER_IO_URING
     int uring_accepted; // ... and the INIT reply asks for it
 };
-static const struct cfusept_ring_hooks *ring_hooks;
 static __thread struct init_state thread_init;
 static __thread int32_t thread_open_backing;
 
+static const struct cfusept_ring_hooks *ring_hooks;
+
+/// With a ring, ordinary requests no longer come through /dev/fuse, so nothing would
+/// wake libfuse's workers when the session exits: they also wait on the ring's wake
+/// descriptor, and report EINTR when it fires (libfuse then sees the exit flag).
+static int wait_readable(int fd, void *userdata) {
+    const struct cfusept_ring_hooks *hooks = __atomic_load_n(&ring_hooks, __ATOMIC_ACQUIRE);
+    int wake = hooks != NULL ? hooks->wake_descriptor(userdata) : -1;
+    if (wake < 0) return 0;
+    struct pollfd fds[2] = {{.fd = fd, .events = POLLIN}, {.fd = wake, .events = POLLIN}};
+    for (;;) {
+        int ready = poll(fds, 2, -1);
+        if (ready < 0 && errno == EINTR) continue;
+        if (ready < 0) return 0; // let read report it
+        if (fds[0].revents != 0) return 0;
+        if (fds[1].revents != 0) { errno = EINTR; return -1; }
+    }
+}
+
 static ssize_t hook_read(int fd, void *buffer, size_t length, void *userdata) {
-    (void)userdata;
+    if (wait_readable(fd, userdata) < 0) return -1;
     ssize_t result = read(fd, buffer, length);
     if (result >= (ssize_t)(sizeof(struct kernel_in_header) + sizeof(struct kernel_init_in_head))) {
         const struct kernel_in_header *header = buffer;

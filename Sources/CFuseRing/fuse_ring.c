@@ -103,6 +103,7 @@ struct cfusering {
     _Atomic uint32_t registered_queues;
     _Atomic uint64_t requests;
     _Atomic int stopping;
+    int exit_fd;                 // readable once the session should exit (wakes libfuse's readers)
     struct cfusering *next_ring; // in the registry
 };
 
@@ -363,7 +364,23 @@ static void init_replied(uint32_t max_write, uint32_t max_pages, void *userdata)
     pthread_rwlock_unlock(&registry_lock);
 }
 
-static const struct cfusept_ring_hooks hooks = {.route_reply = route_reply, .init_replied = init_replied};
+static int wake_descriptor(void *userdata) {
+    pthread_rwlock_rdlock(&registry_lock);
+    struct cfusering *ring = find_ring(userdata);
+    int descriptor = ring != NULL ? ring->exit_fd : -1;
+    pthread_rwlock_unlock(&registry_lock);
+    return descriptor;
+}
+
+void cfusering_wake_loop(struct cfusering *ring) {
+    uint64_t one = 1;
+    ssize_t ignored = write(ring->exit_fd, &one, sizeof(one));
+    (void)ignored;
+}
+
+static const struct cfusept_ring_hooks hooks = {
+    .route_reply = route_reply, .init_replied = init_replied, .wake_descriptor = wake_descriptor,
+};
 
 uint32_t cfusering_possible_cpus(void) {
     // /sys/devices/system/cpu/possible, e.g. "0-3": the kernel makes one queue per possible CPU.
@@ -397,7 +414,13 @@ struct cfusering *cfusering_create(struct fuse_session *session, void *userdata,
     ring->depth = depth == 0 ? 1 : depth;
     ring->queue_count = cfusering_possible_cpus();
     ring->queues = calloc(ring->queue_count, sizeof(struct ring_queue));
-    if (ring->queues == NULL) { free(ring); return NULL; }
+    ring->exit_fd = eventfd(0, EFD_CLOEXEC);
+    if (ring->queues == NULL || ring->exit_fd < 0) {
+        if (ring->exit_fd >= 0) close(ring->exit_fd);
+        free(ring->queues);
+        free(ring);
+        return NULL;
+    }
     for (uint32_t q = 0; q < ring->queue_count; q++) {
         struct ring_queue *queue = &ring->queues[q];
         queue->ring = ring;
@@ -484,5 +507,6 @@ void cfusering_destroy(struct cfusering *ring) {
         free(queue->entries);
     }
     free(ring->queues);
+    close(ring->exit_fd);
     free(ring);
 }

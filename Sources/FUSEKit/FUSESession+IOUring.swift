@@ -2,7 +2,8 @@ import CFuse3
 
 extension FUSESession {
     /// Asks for FUSE over io_uring (Linux 6.14+, `CONFIG_FUSE_IO_URING`) on this
-    /// session: call after ``mount(at:)`` and before ``run(maxIdleThreads:cloneFD:maxThreads:)``.
+    /// session: call before ``mount(at:)`` (the kernel sends INIT, and decides whether
+    /// to offer io_uring, during the mount).
     ///
     /// Sets the fuse module parameter `enable_uring` if it is off (root only), then
     /// negotiates `FUSE_OVER_IO_URING` at INIT and registers `queueDepth` ring entries
@@ -16,11 +17,12 @@ extension FUSESession {
     }
 
     /// ``requestIOUring(queueDepth:)`` with another module parameter file, for tests.
+    @discardableResult
     func requestIOUring(queueDepth: Int, kernelParameter: String) -> IOUringStatus {
-        guard fuse_session_fd(session) >= 0 else {
-            return .unavailable("the session is not mounted")
+        guard fuse_session_fd(session) < 0 else {
+            return .unavailable("requested after mount; the kernel had already sent INIT")
         }
-        context.ioUring.request(session: session, userdata: userdata.toOpaque(), queueDepth: queueDepth, kernelParameter: kernelParameter)
+        context.ioUring.request(queueDepth: queueDepth, kernelParameter: kernelParameter)
         return context.ioUring.status
     }
 

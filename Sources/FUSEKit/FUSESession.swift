@@ -94,6 +94,7 @@ public final class FUSESession: @unchecked Sendable {
                 throw FUSEError(operation: .mount, mountpoint: mountpoint, message: "libfuse refused the /dev/fuse I/O hooks (fuse_session_custom_io)")
             }
             context.passthrough.attach(device: fuse_session_fd(session))
+            context.ioUring.attach(session: session, userdata: userdata.toOpaque())
             state.phase = .mounted
             state.mountpoint = mountpoint
         }
@@ -176,6 +177,7 @@ public final class FUSESession: @unchecked Sendable {
         }
         if let mountpoint {
             Self.wakeLoop(mountpoint: mountpoint)
+            context.ioUring.wakeLoop()
         }
     }
 
@@ -232,6 +234,7 @@ public final class FUSESession: @unchecked Sendable {
             }
             if shouldWake, let mountpoint {
                 Self.wakeLoop(mountpoint: mountpoint)
+                self.context.ioUring.wakeLoop()
             }
         }
         timer.resume()

@@ -19,6 +19,8 @@ final class IOUringTransport: Sendable {
         /// not requested or after teardown.
         var ringAddress: UInt?
         var ring: OpaquePointer? { ringAddress.flatMap { OpaquePointer(bitPattern: $0) } }
+        /// Entries per queue, once requested.
+        var requestedDepth: UInt32?
         /// Set when the request could not even be made (kernel or module parameter).
         var unavailable: String?
         var offered: Bool?
@@ -37,7 +39,9 @@ final class IOUringTransport: Sendable {
     var status: IOUringStatus {
         state.withLock { state in
             if let reason = state.unavailable { return .unavailable(reason) }
-            guard let ring = state.ring else { return state.stopped ? .stopped : .notRequested }
+            guard let ring = state.ring else {
+                return state.stopped ? .stopped : state.requestedDepth != nil ? .waitingForInit : .notRequested
+            }
             if state.offered == false { return .notOffered }
             switch cfusering_state(ring) {
             case CFUSERING_WAITING_FOR_INIT: return .waitingForInit
@@ -57,19 +61,32 @@ final class IOUringTransport: Sendable {
     /// Whether INIT should look at the kernel's offer at all.
     var isRequested: Bool { state.withLock { $0.ring != nil } }
 
-    /// Creates the ring of a mounted session; on failure records why.
-    func request(session: OpaquePointer, userdata: UnsafeMutableRawPointer, queueDepth: Int, kernelParameter: String) {
+    /// Before mount: makes sure the kernel will offer io_uring at INIT (it sends INIT
+    /// during the mount) and remembers the request; on failure records why.
+    func request(queueDepth: Int, kernelParameter: String) {
         if let reason = KernelIOUringSupport.enable(parameterPath: kernelParameter) {
             state.withLock { $0.unavailable = reason }
             logger.notice("FUSE transport: /dev/fuse", metadata: ["fuse.transport": "\(IOUringStatus.unavailable(reason))"])
             return
         }
-        let depth = UInt32(clamping: max(queueDepth, 1))
+        state.withLock { $0.requestedDepth = UInt32(clamping: max(queueDepth, 1)) }
+    }
+
+    /// Right after mount, hooks installed: creates the ring if it was requested.
+    func attach(session: OpaquePointer, userdata: UnsafeMutableRawPointer) {
+        guard let depth = state.withLock({ $0.requestedDepth }) else { return }
         guard let ring = cfusering_create(session, userdata, depth) else {
             state.withLock { $0.unavailable = "out of memory for the ring" }
             return
         }
         state.withLock { $0.ringAddress = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(ring))) }
+    }
+
+    /// Wakes libfuse's workers blocked on /dev/fuse so they see the exit flag.
+    func wakeLoop() {
+        state.withLock { state in
+            if let ring = state.ring { cfusering_wake_loop(ring) }
+        }
     }
 
     /// At INIT, from libfuse's `init` callback: whether to accept the kernel's offer.

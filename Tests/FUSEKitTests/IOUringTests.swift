@@ -75,8 +75,8 @@ struct IOUringTests {
     }
 
     @Test func withoutTheModuleParameterTheMountFallsBackAndSaysWhy() async throws {
-        let mount = try TestMount()
-        let status = mount.session.requestIOUring(queueDepth: 4, kernelParameter: "/nonexistent/enable_uring")
+        let mount = try TestMount(ioUring: true, ioUringParameter: "/nonexistent/enable_uring")
+        let status = mount.session.transport
         guard case .unavailable(let reason) = status else {
             Issue.record("expected unavailable, got \(status)")
             await mount.stop()
@@ -87,6 +87,14 @@ struct IOUringTests {
         #expect(await runTool("/usr/bin/cat", [mount.path("hello.txt")]).stdout == "Hello, FUSE!\n")
         #expect(mount.session.ioUringRequestCount == 0)
         await mount.stop()
+    }
+
+    @Test func requestingAfterMountIsRefused() async throws {
+        try await withTestMount { mount in
+            let status = mount.session.requestIOUring()
+            #expect(status == .unavailable("requested after mount; the kernel had already sent INIT"))
+            #expect(await runTool("/usr/bin/cat", [mount.path("hello.txt")]).stdout == "Hello, FUSE!\n")
+        }
     }
 
     @Test func notRequestedMeansDevFuse() async throws {

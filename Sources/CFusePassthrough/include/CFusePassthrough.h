@@ -36,7 +36,8 @@ int cfusept_init_uring_offered(void);
 /// ring hooks is called on this thread.
 void cfusept_init_accept_uring(void);
 
-/// The transport under libfuse for FUSE over io_uring (CFuseRing): every reply is
+/// The transport under libfuse for FUSE over io_uring (CFuseRing): every read of
+/// /dev/fuse also waits on `wake_descriptor`, and every reply is
 /// first offered to `route_reply`, which returns the bytes it took (the reply
 /// belonged to a request that came through a ring entry) or -1 (send it to
 /// /dev/fuse). `init_replied` gets the negotiated max_write and max_pages (0 if
@@ -47,6 +48,9 @@ struct iovec;
 struct cfusept_ring_hooks {
     ssize_t (*route_reply)(const struct iovec *iov, int count, void *session_userdata);
     void (*init_replied)(uint32_t max_write, uint32_t max_pages, void *session_userdata);
+    /// A descriptor that becomes readable when the session's loop should look at its
+    /// exit flag (reads of /dev/fuse then fail with EINTR), or -1 for plain reads.
+    int (*wake_descriptor)(void *session_userdata);
 };
 
 /// Installs (or with NULL removes) the ring hooks; they must stay valid while installed.

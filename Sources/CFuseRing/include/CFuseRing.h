@@ -49,6 +49,10 @@ uint64_t cfusering_request_count(const struct cfusering *ring);
 /// 0, or -ETIMEDOUT if a thread did not stop (it is then left running).
 int cfusering_stop(struct cfusering *ring, uint32_t timeout_ms);
 
+/// Makes libfuse's workers blocked on /dev/fuse look at the session's exit flag
+/// (with a ring, requests that would wake them no longer come that way).
+void cfusering_wake_loop(struct cfusering *ring);
+
 /// Frees a stopped ring (or one never started); no-op if a thread is still running.
 void cfusering_destroy(struct cfusering *ring);
 

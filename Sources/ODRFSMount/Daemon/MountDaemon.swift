@@ -128,10 +128,10 @@ public final class MountDaemon: Sendable {
     public func mount() throws(MountError) {
         do {
             try session.installSignalHandlers()
-            try session.mount(at: mountpoint)
             if ioUring {
                 session.requestIOUring()
             }
+            try session.mount(at: mountpoint)
         } catch {
             throw MountError("cannot mount at \(mountpoint): \(error)")
         }
