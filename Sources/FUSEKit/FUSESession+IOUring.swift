@@ -11,8 +11,13 @@ extension FUSESession {
     /// When anything is missing the mount keeps libfuse's /dev/fuse reads and
     /// ``transport`` (logged once) says why. Spliced replies are turned off on a ring
     /// mount. Returns the status right after the request.
+    ///
+    /// Every request waiting for a reply holds its entry, deferred ones included (an
+    /// open waiting for a download), so the depth bounds the requests a queue has in
+    /// flight; further ones wait in the kernel. The kernel reuses the entry committed
+    /// last first, so unused entries' payload buffers stay untouched memory.
     @discardableResult
-    public func requestIOUring(queueDepth: Int = 16) -> IOUringStatus {
+    public func requestIOUring(queueDepth: Int = 64) -> IOUringStatus {
         requestIOUring(queueDepth: queueDepth, kernelParameter: KernelIOUringSupport.parameterPath)
     }
 
