@@ -9,8 +9,8 @@ import Synchronization
 /// entries replace the reads of /dev/fuse for ordinary requests (FORGET,
 /// INTERRUPT and notifications stay on /dev/fuse). See the module docs.
 ///
-/// Lifecycle: ``FUSESession/requestIOUring(queueDepth:)`` after mount creates the
-/// ring; the INIT callback accepts the kernel's offer (``negotiate(offered:)``);
+/// Lifecycle: ``FUSESession/requestIOUring(queueDepth:)`` before mount switches the
+/// kernel on; the mount creates the ring; the INIT callback accepts the kernel's offer (``negotiate(offered:)``);
 /// the INIT reply's hook starts one thread per queue; teardown stops them after
 /// unmounting and before the device is closed.
 final class IOUringTransport: Sendable {

@@ -60,6 +60,20 @@ struct IOUringTests {
         }
     }
 
+    @Test func passthroughOpensWorkThroughTheRing() async throws {
+        try await withTestMount(passthrough: true, ioUring: true) { mount in
+            guard await Self.waitForRing(mount) else { return }
+            #expect(await waitUntil(timeout: 5) { mount.session.passthrough.status == .available })
+            let reference = mount.directory + ".reference"
+            _ = FileManager.default.createFile(atPath: reference, contents: Data(TestMount.bigContents))
+            defer { unlink(reference) }
+            // The open reply carrying FOPEN_PASSTHROUGH and the backing id is committed through the ring.
+            let result = await runTool("/usr/bin/python3", ["-c", PassthroughTests.readAndMap, mount.path("big.bin"), reference], timeout: 20)
+            #expect(result.stdout == "ok\n", "\(result.stderr)")
+            #expect(mount.fileSystem.events.withLock { $0.descriptorReads } == 0, "passthrough reads must not reach the daemon")
+        }
+    }
+
     @Test func teardownWithARequestPendingDoesNotHang() async throws {
         let mount = try TestMount(ioUring: true)
         guard await Self.waitForRing(mount) else {
