@@ -224,6 +224,8 @@ public final class FUSESession: @unchecked Sendable {
         timer.schedule(deadline: .now() + .milliseconds(250), repeating: .milliseconds(250), leeway: .milliseconds(100))
         timer.setEventHandler { [weak self] in
             guard let self else { return }
+            // The ring's queue threads cannot log; say once here when it is up (or failed).
+            self.context.ioUring.logOutcome()
             // The state lock keeps teardown from destroying the session while it is checked.
             let shouldWake = self.state.withLock { state in
                 guard state.phase == .running, !state.exitWakeSent, fuse_session_exited(self.session) != 0 else {
