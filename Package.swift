@@ -52,12 +52,21 @@ let package = Package(
         .target(name: "ODRFSCompression", dependencies: ["CZstd"]),
         // FUSE passthrough for libfuse 3.14: /dev/fuse I/O hooks that patch the INIT and OPEN replies.
         .target(name: "CFusePassthrough", dependencies: ["CFuse3"]),
+        // Debian's liburing (liburing-dev), for FUSE over io_uring.
+        .systemLibrary(
+            name: "CLibURing",
+            pkgConfig: "liburing",
+            providers: [.apt(["liburing-dev"])]
+        ),
+        // FUSE over io_uring under libfuse 3.14: ring entries in, libfuse's dispatcher, replies back.
+        .target(name: "CFuseRing", dependencies: ["CFuse3", "CFusePassthrough", "CLibURing"]),
         // Typed Swift over libfuse: the only importer of CFuse3.
         .target(
             name: "FUSEKit",
             dependencies: [
                 "CFuse3",
                 "CFusePassthrough",
+                "CFuseRing",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -36,10 +36,10 @@ public final class FUSESession: @unchecked Sendable {
 
     /// libfuse's session; valid until `state.phase` becomes `.tornDown`
     /// (set under the lock before anything is destroyed).
-    private let session: OpaquePointer
-    private let context: SessionContext
+    let session: OpaquePointer
+    let context: SessionContext
     /// The retained userdata passed to libfuse; released after fuse_session_destroy.
-    private let userdata: Unmanaged<SessionContext>
+    let userdata: Unmanaged<SessionContext>
     private let logger: Logger
     private let state = Mutex(State())
 
@@ -94,6 +94,7 @@ public final class FUSESession: @unchecked Sendable {
                 throw FUSEError(operation: .mount, mountpoint: mountpoint, message: "libfuse refused the /dev/fuse I/O hooks (fuse_session_custom_io)")
             }
             context.passthrough.attach(device: fuse_session_fd(session))
+            context.ioUring.attach(session: session, userdata: userdata.toOpaque())
             state.phase = .mounted
             state.mountpoint = mountpoint
         }
@@ -176,6 +177,7 @@ public final class FUSESession: @unchecked Sendable {
         }
         if let mountpoint {
             Self.wakeLoop(mountpoint: mountpoint)
+            context.ioUring.wakeLoop()
         }
     }
 
@@ -222,6 +224,8 @@ public final class FUSESession: @unchecked Sendable {
         timer.schedule(deadline: .now() + .milliseconds(250), repeating: .milliseconds(250), leeway: .milliseconds(100))
         timer.setEventHandler { [weak self] in
             guard let self else { return }
+            // The ring's queue threads cannot log; say once here when it is up (or failed).
+            self.context.ioUring.logOutcome()
             // The state lock keeps teardown from destroying the session while it is checked.
             let shouldWake = self.state.withLock { state in
                 guard state.phase == .running, !state.exitWakeSent, fuse_session_exited(self.session) != 0 else {
@@ -232,6 +236,7 @@ public final class FUSESession: @unchecked Sendable {
             }
             if shouldWake, let mountpoint {
                 Self.wakeLoop(mountpoint: mountpoint)
+                self.context.ioUring.wakeLoop()
             }
         }
         timer.resume()
@@ -272,6 +277,8 @@ public final class FUSESession: @unchecked Sendable {
         if previous.phase == .mounted || previous.phase == .running {
             fuse_session_unmount(session)
         }
+        // After unmount, before the device closes: closing the rings cancels their entries.
+        context.ioUring.stop()
         if previous.signalHandlersInstalled {
             fuse_remove_signal_handlers(session)
         }

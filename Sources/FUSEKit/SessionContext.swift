@@ -26,6 +26,9 @@ final class SessionContext: Sendable {
     /// Passthrough state: backing ids per inode and the read path.
     let passthrough: Passthrough
 
+    /// FUSE over io_uring, when the session asked for it.
+    let ioUring: IOUringTransport
+
     /// The mount's `max_read=`, which libfuse 3.14 insists `init` repeats.
     let maxRead: Int?
 
@@ -34,6 +37,7 @@ final class SessionContext: Sendable {
         self.maxRead = maxRead
         self.logger = logger
         self.passthrough = Passthrough(logger: logger)
+        self.ioUring = IOUringTransport(logger: logger)
     }
 
     /// Recovers the context from a request; valid for every request of a live session.
@@ -80,6 +84,12 @@ final class SessionContext: Sendable {
             if passthrough.negotiate(offered: cfusept_init_offered() != 0) {
                 cfusept_init_accept(max(configuration.passthroughMaxStackDepth, 1))
             }
+        }
+        if ioUring.isRequested, ioUring.negotiate(offered: cfusept_init_uring_offered() != 0) {
+            cfusept_init_accept_uring()
+            // A spliced reply goes straight to /dev/fuse, where the kernel would not find a
+            // request that came through the ring: ring mounts reply from memory.
+            connection.want &= ~UInt32(bitPattern: FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE)
         }
         let noOpendir = UInt32(bitPattern: FUSE_CAP_NO_OPENDIR_SUPPORT)
         skipsDirectoryOpens.store(connection.want & noOpendir != 0, ordering: .releasing)

@@ -95,6 +95,8 @@ struct MountCommand: AsyncParsableCommand {
 
     @OptionGroup var insight: InsightOptions
 
+    @OptionGroup var transport: TransportOptions
+
     func validate() throws {
         guard fetchTimeout > 0 else { throw ValidationError("--fetch-timeout must be positive") }
         guard maxDownloads > 0 else { throw ValidationError("--max-downloads must be at least 1") }
@@ -173,6 +175,7 @@ struct MountCommand: AsyncParsableCommand {
             maximumInUse: maxInUse?.value ?? CacheLimits.defaultMaximumInUse
         )
         insight.apply(to: &configuration)
+        transport.apply(to: &configuration)
         if let configurationFd {
             configuration = try Daemonizer.readConfiguration(from: configurationFd)
         }

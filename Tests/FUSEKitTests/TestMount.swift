@@ -1,4 +1,4 @@
-import FUSEKit
+@testable import FUSEKit
 import Foundation
 import Logging
 import Testing
@@ -25,7 +25,7 @@ final class TestMount: @unchecked Sendable {
     /// Contents of `big.bin`: a pattern that makes misplaced offsets visible.
     static let bigContents: [UInt8] = (0..<(1 << 20) + 123).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 8) }
 
-    init(readOnly: Bool = true, readdirPlus: Bool = true, skipDirectoryOpens: Bool = false, installSignalHandlers: Bool = false, exitBeforeRun: Bool = false, passthrough: Bool = false) throws {
+    init(readOnly: Bool = true, readdirPlus: Bool = true, skipDirectoryOpens: Bool = false, installSignalHandlers: Bool = false, exitBeforeRun: Bool = false, passthrough: Bool = false, ioUring: Bool = false, ioUringParameter: String? = nil) throws {
         directory = try Self.makeTemporaryDirectory()
         backingFile = directory + ".big"
         _ = FileManager.default.createFile(atPath: backingFile, contents: Data(Self.bigContents))
@@ -39,6 +39,9 @@ final class TestMount: @unchecked Sendable {
         logger.logLevel = .info
         let options = MountOptions(fsName: "fusekit-test,with\\comma", subtype: "fusekittest", readOnly: readOnly)
         session = try FUSESession(fileSystem: fileSystem, options: options, logger: logger)
+        if ioUring {
+            session.requestIOUring(queueDepth: 16, kernelParameter: ioUringParameter ?? KernelIOUringSupport.parameterPath)
+        }
         try session.mount(at: directory)
         if installSignalHandlers {
             try session.installSignalHandlers()
@@ -98,10 +101,10 @@ final class TestMount: @unchecked Sendable {
 
 /// Mounts a test filesystem, runs `body`, and always unmounts.
 func withTestMount(
-    readOnly: Bool = true, readdirPlus: Bool = true, skipDirectoryOpens: Bool = false, passthrough: Bool = false,
+    readOnly: Bool = true, readdirPlus: Bool = true, skipDirectoryOpens: Bool = false, passthrough: Bool = false, ioUring: Bool = false,
     _ body: (TestMount) async throws -> Void
 ) async throws {
-    let mount = try TestMount(readOnly: readOnly, readdirPlus: readdirPlus, skipDirectoryOpens: skipDirectoryOpens, passthrough: passthrough)
+    let mount = try TestMount(readOnly: readOnly, readdirPlus: readdirPlus, skipDirectoryOpens: skipDirectoryOpens, passthrough: passthrough, ioUring: ioUring)
     do {
         try await body(mount)
     } catch {

@@ -26,6 +26,36 @@ int cfusept_init_offered(void);
 /// for passthrough, with backing files at most `max_stack_depth` filesystems deep.
 void cfusept_init_accept(uint32_t max_stack_depth);
 
+/// Inside libfuse's `init` callback: 1 if the INIT being answered on this thread
+/// offered FUSE_OVER_IO_URING (with FUSE_INIT_EXT; the module parameter
+/// fuse.enable_uring was Y when the kernel sent it), else 0.
+int cfusept_init_uring_offered(void);
+
+/// Inside libfuse's `init` callback: the INIT reply sent next on this thread asks
+/// for FUSE over io_uring; after it is written, `init_replied` of the installed
+/// ring hooks is called on this thread.
+void cfusept_init_accept_uring(void);
+
+/// The transport under libfuse for FUSE over io_uring (CFuseRing): every read of
+/// /dev/fuse also waits on `wake_descriptor`, and every reply is
+/// first offered to `route_reply`, which returns the bytes it took (the reply
+/// belonged to a request that came through a ring entry) or -1 (send it to
+/// /dev/fuse). `init_replied` gets the negotiated max_write and max_pages (0 if
+/// the reply did not set them) once the INIT reply that asked for io_uring is written.
+/// Both get the session's userdata (`fuse_req_userdata`), which tells sessions apart.
+#include <sys/types.h>
+struct iovec;
+struct cfusept_ring_hooks {
+    ssize_t (*route_reply)(const struct iovec *iov, int count, void *session_userdata);
+    void (*init_replied)(uint32_t max_write, uint32_t max_pages, void *session_userdata);
+    /// A descriptor that becomes readable when the session's loop should look at its
+    /// exit flag (reads of /dev/fuse then fail with EINTR), or -1 for plain reads.
+    int (*wake_descriptor)(void *session_userdata);
+};
+
+/// Installs (or with NULL removes) the ring hooks; they must stay valid while installed.
+void cfusept_set_ring_hooks(const struct cfusept_ring_hooks *hooks);
+
 /// The next open reply written on this thread carries FOPEN_PASSTHROUGH and
 /// `backing_id`; 0 clears. Set just before `fuse_reply_open`, cleared after.
 void cfusept_set_open_backing(int32_t backing_id);

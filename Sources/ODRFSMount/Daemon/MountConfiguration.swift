@@ -40,6 +40,8 @@ public struct MountConfiguration: Sendable, Codable {
     public var passthrough = PassthroughSettings()
     /// `--metrics ADDR:PORT`: where to serve Prometheus metrics; nil for nowhere.
     public var metricsAddress: String?
+    /// `--io-uring`: take FUSE requests through io_uring where the kernel offers it.
+    public var ioUring = false
 
     public init(origin: String, mountpoint: String, cacheDirectory: String? = nil, fuseOptions: [String] = []) {
         self.origin = origin

@@ -37,12 +37,16 @@ public final class MountDaemon: Sendable {
     /// `--passthrough` and `--passthrough-min-size`.
     let passthrough: PassthroughSettings
 
+    /// `--io-uring`: ask the session for FUSE over io_uring once mounted.
+    let ioUring: Bool
+
     private init(mountpoint: String, origin: any Origin, revisions: MountRevisions, session: FUSESession,
                  updater: BundleUpdater, updateSettings: UpdateSettings,
                  manifestLimit: ByteCount, prefetchDelay: Duration?, learnPrefetch: Bool,
-                 passthrough: PassthroughSettings, logger: Logger) {
+                 passthrough: PassthroughSettings, ioUring: Bool = false, logger: Logger) {
         self.learnPrefetch = learnPrefetch
         self.passthrough = passthrough
+        self.ioUring = ioUring
         self.mountpoint = mountpoint
         self.manifestLimit = manifestLimit
         self.prefetchDelay = prefetchDelay
@@ -55,7 +59,7 @@ public final class MountDaemon: Sendable {
         self.control = ControlServer(
             socketPath: runtime.controlSocket,
             service: MountControlService(revisions: revisions, updater: updater, logger: logger,
-                                         readPath: { [session] in passthrough.readPath(session.passthrough) }),
+                                         readPath: { [session] in "\(passthrough.readPath(session.passthrough)); transport \(session.transport)" }),
             logger: logger
         )
         self.logger = logger
@@ -122,13 +126,16 @@ public final class MountDaemon: Sendable {
                            updateSettings: configuration.updates,
                            manifestLimit: configuration.manifestLimit, prefetchDelay: configuration.schedule.prefetchDelay,
                            learnPrefetch: configuration.learnPrefetch,
-                           passthrough: configuration.passthrough, logger: logger)
+                           passthrough: configuration.passthrough, ioUring: configuration.ioUring, logger: logger)
     }
 
     /// Attaches the kernel mount. After this returns the mount is usable.
     public func mount() throws(MountError) {
         do {
             try session.installSignalHandlers()
+            if ioUring {
+                session.requestIOUring()
+            }
             try session.mount(at: mountpoint)
         } catch {
             throw MountError("cannot mount at \(mountpoint): \(error)")
