@@ -62,20 +62,36 @@ func testBytes(_ count: Int, seed: UInt64 = 1) -> [UInt8] {
     }
 }
 
-/// A TCP port on 127.0.0.1 with nothing listening (bound once by the kernel, then released).
-func unusedPort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-            bind(fd, pointer, length) == 0 ? getsockname(fd, pointer, &length) : -1
+/// A TCP port on 127.0.0.1 that refuses connections for as long as this value lives: bound
+/// but never listening, so no server of a test running in parallel can take it (a port
+/// bound once and released could be handed to one, which then answered 404).
+final class RefusingPort: Sendable {
+    let port: Int
+    private let descriptor: Int32
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let result = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(fd, pointer, length) == 0 ? getsockname(fd, pointer, &length) : -1
+            }
         }
+        guard result == 0 else {
+            close(fd)
+            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+        }
+        descriptor = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
     }
-    return Int(UInt16(bigEndian: address.sin_port))
+
+    deinit {
+        close(descriptor)
+    }
 }
 
 /// Writes a temporary file and returns its path.

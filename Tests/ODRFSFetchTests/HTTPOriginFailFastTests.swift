@@ -11,7 +11,9 @@ import TestSupport
 @Suite(.timeLimit(.minutes(1)))
 struct HTTPOriginFailFastTests {
     @Test func refusedOriginFailsWithinFiveSecondsDespiteALongDeadline() async throws {
-        let port = try unusedPort()
+        let refusing = try RefusingPort()
+        let port = refusing.port
+        defer { withExtendedLifetime(refusing) {} }
         let log = LogCapture()
         let start = ContinuousClock.now
         try await withHTTPOrigin("http://127.0.0.1:\(port)/dist", options: OriginOptions(fetchDeadline: .seconds(30)), log: log) { origin in

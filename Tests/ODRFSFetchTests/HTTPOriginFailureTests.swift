@@ -12,7 +12,9 @@ struct HTTPOriginFailureTests {
     let file = testBytes(200_000)
 
     @Test func downOriginFailsAfterTheDeadline() async throws {
-        let port = try unusedPort()
+        let refusing = try RefusingPort()
+        let port = refusing.port
+        defer { withExtendedLifetime(refusing) {} }
         let start = ContinuousClock.now
         try await withHTTPOrigin("http://127.0.0.1:\(port)/dist", options: OriginOptions(fetchDeadline: .seconds(2))) { origin in
             let error = await #expect(throws: FetchError.self) {
