@@ -25,6 +25,11 @@ LOG = None        # nginx access log
 PROCS = []        # (Popen, mountpoint or None), torn down in reverse order
 
 
+def build_options():
+    """The layout options of every odrfs build of the run (revision 1 and W8's revision 2 alike)."""
+    return [*(["--compress", A.compress] if A.compress else []), *(["--chunk-size", A.chunk_size] if A.chunk_size else [])]
+
+
 def sh(*cmd, **kw):
     return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw).stdout
 
@@ -380,7 +385,7 @@ def run_update(origin):
     r["W8 changed"] = len(change) + len(new)
     # The same --compress as revision 1: otherwise a plain bundle's update would be measured
     # against a compressed revision 2.
-    sh(A.binary, "build", f"{A.work}/src", "-o", f"{A.work}/dist", *(["--compress", A.compress] if A.compress else []))
+    sh(A.binary, "build", f"{A.work}/src", "-o", f"{A.work}/dist", *build_options())
     mark = log_mark()
     out = {}
     r["W8 time"] = timed(lambda: out.setdefault("json", subprocess.run(
@@ -494,6 +499,7 @@ def main():
     ap.add_argument("--s1-packs", type=int, default=10_000)
     ap.add_argument("--rounds", type=int, default=None, help="rounds of W4/W5 and warm W6 (up to 3 of W7), median reported (5; 1 with --quick)")
     ap.add_argument("--compress", default=None, help="odrfs build --compress (zstd[:LEVEL] or none; default: the builder's)")
+    ap.add_argument("--chunk-size", default=None, help="odrfs build --chunk-size (e.g. 64K; default: the builder's)")
     ap.add_argument("--only", type=lambda v: set(v.upper().split(",")), default=None,
                     help="comma list of W1 (with W2), W3 (with W4, W5), W6, W7, S1, W8")
     A = ap.parse_args()
@@ -506,7 +512,7 @@ def main():
     try:
         say("generating the bundle")
         sh(sys.executable, f"{HERE}/gen_bundle.py", "main", f"{A.work}/src", *(["--quick"] if A.quick else []))
-        sh(A.binary, "build", f"{A.work}/src", "-o", f"{A.work}/dist", *(["--compress", A.compress] if A.compress else []))
+        sh(A.binary, "build", f"{A.work}/src", "-o", f"{A.work}/dist", *build_options())
         origin = start_origin()
         systems = [Native(), ODRFS(origin)]
         if not A.no_rclone and shutil.which("rclone"):

@@ -24,7 +24,9 @@ struct BuildCommand: ParsableCommand {
             --expires stores build time + DURATION in the manifest; mounts with --trust-key \
             refuse it afterwards. Packs are compressed with zstd by default, one frame per \
             chunk (packs/<sha256>.tar.zst, <sha256> being the uncompressed tar's hash); \
-            --compress none writes plain tar packs.
+            --compress none writes plain tar packs. --chunk-size (default 1M) sets the unit the \
+            manifest hashes: smaller chunks make updates of compressed packs fetch closer to what \
+            changed (a frame per chunk) at the cost of a longer manifest and a little compression.
 
             --prefetch-from TRACE.json (repeatable) reads traces written by `odrfs trace` and puts \
             the tags in the order the recorded sessions first needed them at the head of the \
@@ -53,8 +55,20 @@ struct BuildCommand: ParsableCommand {
     @Option(help: "Keep the packs and indexes of the last N revisions (the new one included); remove the rest.")
     var keep: Int = BundleBuilder.defaultKeep
 
+    @Option(name: .customLong("chunk-size"), help: ArgumentHelp(
+        "The unit of verification, of compressed frames and of what an update of a compressed pack fetches (16K to 64M; default 1M).",
+        valueName: "size"))
+    var chunkSize: ByteCountArgument?
+
+    /// Sizes `--chunk-size` accepts: below 16 KiB the chunk list outgrows its use, above
+    /// 64 MiB a chunk (held whole while it is compressed or verified) costs too much memory.
+    static let chunkSizes = ByteCount.kibibytes(16)...ByteCount.mebibytes(64)
+
     func validate() throws {
         guard keep >= 1 else { throw ValidationError("--keep must be at least 1 (the new revision)") }
+        if let chunkSize, !Self.chunkSizes.contains(chunkSize.value) {
+            throw ValidationError("--chunk-size \(chunkSize.text) is outside 16K…64M")
+        }
     }
     @Option(name: .customLong("prefetch-from"), help: ArgumentHelp("Order the prefetch list by this access trace (from `odrfs trace`); repeatable.", valueName: "trace.json"))
     var prefetchFrom: [String] = []
@@ -66,6 +80,7 @@ struct BuildCommand: ParsableCommand {
         var builder = BundleBuilder(resourceRoot: resourceDir, specPath: spec, logger: logger)
         builder.compression = compress.value
         builder.keep = keep
+        if let chunkSize { builder.chunkSize = chunkSize.value }
         if let signKey {
             builder.signingKey = try loadSigningKey(signKey)
         }

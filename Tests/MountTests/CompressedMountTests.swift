@@ -64,4 +64,24 @@ struct CompressedMountTests {
         #expect(wrong.isEmpty, "differ: \(wrong)")
         #expect(fixture.cachedPackFiles.count == (try fixture.manifest.packs.count))
     }
+
+    @Test("--chunk-size 64K: frames of 64 KiB, every file reads back byte-identical; sizes outside 16K…64M are refused")
+    func smallChunks() async throws {
+        let fixture = try MountFixture()
+        try TestBundle.write(to: fixture.source)
+        for size in ["8K", "128M", "lots"] {
+            let refused = try await fixture.odrfs(["build", fixture.source, "-o", fixture.dist, "--chunk-size", size])
+            #expect(refused.status != 0, "--chunk-size \(size) was accepted")
+        }
+        let build = try await fixture.odrfs(["build", fixture.source, "-o", fixture.dist, "--chunk-size", "64K"])
+        try #require(build.status == 0, "\(build.stderr)")
+        let manifest = try fixture.manifest
+        #expect(manifest.chunkSize == ByteCount.kibibytes(64))
+        let big = try #require(manifest.packs.first { $0.id.rawValue == "Big" })
+        #expect(big.chunks.count == Int((big.bytes.value + 65_535) / 65_536))
+        #expect(big.compression?.frames.count == big.chunks.count)
+        try await fixture.mount()
+        let wrong = await Self.mismatches(in: fixture)
+        #expect(wrong.isEmpty, "differ: \(wrong)")
+    }
 }
