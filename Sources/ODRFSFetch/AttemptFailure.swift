@@ -65,3 +65,23 @@ extension AttemptFailure {
         return String(describing: error)
     }
 }
+
+extension AttemptFailure {
+    /// An answer that is not the bytes asked for (`asked` names them, e.g. "a range of URL"):
+    /// 404/410 and 401/403 are final, 408, 425, 429 and 5xx worth another attempt (after
+    /// the origin's `Retry-After`), anything else final.
+    static func unexpected(_ response: HTTPClientResponse, url: String, asked: String) -> AttemptFailure {
+        let code = response.status.code
+        switch code {
+        case 404, 410:
+            return .fatal(FetchError(.notFound, "\(url) is not on the origin (HTTP \(code))"))
+        case 401, 403:
+            return .fatal(FetchError(.unauthorized, "origin refused \(url) (HTTP \(code))"))
+        case 408, 425, 429, 500...599:
+            let wait = response.headers.first(name: "Retry-After").flatMap { RetryAfter.delay(from: $0, now: Date()) }
+            return .transient("HTTP \(code) \(response.status.reasonPhrase)", retryAfter: wait)
+        default:
+            return .fatal(FetchError(.unreachable, "origin answered HTTP \(code) for \(asked)"))
+        }
+    }
+}

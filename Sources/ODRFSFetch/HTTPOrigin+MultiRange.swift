@@ -27,22 +27,10 @@ extension HTTPOrigin {
     ) async throws(FetchError) {
         let wanted = try ByteRanges(ranges, fileBytes: fileBytes, path: path)
         if wanted.ranges.count < 2 || ignoresMultipleRanges.withLock({ $0 }) {
-            return try await downloadEach(path, ranges: wanted.ranges, fileBytes: fileBytes, into: consume)
+            return try await downloadEachRange(path, ranges: wanted.ranges, fileBytes: fileBytes, into: consume)
         }
         for batch in wanted.batches(of: ByteRanges.maximumPerRequest) {
             try await downloadBatch(path, remaining: ByteRanges(batch, fileBytes: fileBytes, path: path), fileBytes: fileBytes, into: consume)
-        }
-    }
-
-    /// One single-range request per range.
-    private func downloadEach(_ path: String, ranges: [Range<Int64>], fileBytes: ByteCount, into consume: RangeSink) async throws(FetchError) {
-        for range in ranges {
-            var position = range.lowerBound
-            try await download(path, range: range, fileBytes: fileBytes) { (bytes: ByteBuffer) async throws(FetchError) in
-                let at = position
-                position += Int64(bytes.readableBytes)
-                try await consume(at, bytes)
-            }
         }
     }
 
@@ -59,7 +47,7 @@ extension HTTPOrigin {
         var failuresInARow = 0
         while !remaining.isEmpty {
             if ignoresMultipleRanges.withLock({ $0 }) {
-                return try await downloadEach(path, ranges: remaining.ranges, fileBytes: fileBytes, into: consume)
+                return try await downloadEachRange(path, ranges: remaining.ranges, fileBytes: fileBytes, into: consume)
             }
             let before = remaining.byteCount
             do throws(AttemptFailure) {
@@ -121,14 +109,8 @@ extension HTTPOrigin {
                 guard unwanted <= max(asked.byteCount, Self.maximumUnwantedBytes) else { return }
             }
             try await readWhole(response, from: 0, shown: shown, remaining: &remaining, consume: consume)
-        case 404, 410:
-            throw .fatal(FetchError(.notFound, "\(shown) is not on the origin (HTTP \(response.status.code))"))
-        case 401, 403:
-            throw .fatal(FetchError(.unauthorized, "origin refused \(shown) (HTTP \(response.status.code))"))
-        case 408, 425, 429, 500...599:
-            throw .transient("HTTP \(response.status.code) \(response.status.reasonPhrase)")
         default:
-            throw .fatal(FetchError(.unreachable, "origin answered HTTP \(response.status.code) for ranges of \(shown)"))
+            throw .unexpected(response, url: shown, asked: "ranges of \(shown)")
         }
     }
 

@@ -62,14 +62,8 @@ extension HTTPOrigin {
             skip = 0
         case 200:
             skip = range.lowerBound
-        case 404, 410:
-            throw .fatal(FetchError(.notFound, "\(shown) is not on the origin (HTTP \(response.status.code))"))
-        case 401, 403:
-            throw .fatal(FetchError(.unauthorized, "origin refused \(shown) (HTTP \(response.status.code))"))
-        case 408, 425, 429, 500...599:
-            throw .transient("HTTP \(response.status.code) \(response.status.reasonPhrase)")
         default:
-            throw .fatal(FetchError(.unreachable, "origin answered HTTP \(response.status.code) for a range of \(shown)"))
+            throw .unexpected(response, url: shown, asked: "a range of \(shown)")
         }
         let wanted = Int64(range.count)
         do {

@@ -18,15 +18,7 @@ extension Origin {
         let wanted = try ByteRanges(ranges, fileBytes: fileBytes, path: path)
         guard !wanted.isEmpty else { return }
         if servesRanges {
-            for range in wanted.ranges {
-                var position = range.lowerBound
-                try await download(path, range: range, fileBytes: fileBytes) { (bytes: ByteBuffer) async throws(FetchError) in
-                    let at = position
-                    position += Int64(bytes.readableBytes)
-                    try await consume(at, bytes)
-                }
-            }
-            return
+            return try await downloadEachRange(path, ranges: wanted.ranges, fileBytes: fileBytes, into: consume)
         }
         var position: Int64 = 0
         let last = wanted.ranges[wanted.ranges.count - 1].upperBound
@@ -40,6 +32,18 @@ extension Origin {
         }
         guard position >= last else {
             throw FetchError(.corrupt, "\(path) ended at byte \(position), before the end of the ranges asked for")
+        }
+    }
+
+    /// One single-range request per range, in order.
+    func downloadEachRange(_ path: String, ranges: [Range<Int64>], fileBytes: ByteCount, into consume: RangeSink) async throws(FetchError) {
+        for range in ranges {
+            var position = range.lowerBound
+            try await download(path, range: range, fileBytes: fileBytes) { (bytes: ByteBuffer) async throws(FetchError) in
+                let at = position
+                position += Int64(bytes.readableBytes)
+                try await consume(at, bytes)
+            }
         }
     }
 }
