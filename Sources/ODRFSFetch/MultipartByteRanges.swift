@@ -4,12 +4,15 @@ import Foundation
 /// (RFC 9110 §14.6), the answer to a request for several byte ranges.
 ///
 /// The body is hostile input. The reader accepts only what was asked: each part's
-/// `Content-Range` must be exactly one of the requested ranges (not seen before), inside
-/// the file of `fileBytes` bytes. Parts may come in any order. Every section that is not a
-/// part's bytes is bounded (preamble, each header line, each part's header block), so the
-/// whole body is bounded by the requested bytes plus ``maximumFraming`` per part. A part's
-/// bytes are never searched for the boundary: its Content-Range says how many there are.
-/// Anything else is a ``Failure``, never a trap.
+/// `Content-Range`, inside the file of `fileBytes` bytes, must hold one or more of the
+/// requested ranges not seen before, whole, and overlap no other one still pending. A
+/// server may merge ranges separated by small gaps into one part (RFC 9110 §14.2): the
+/// gaps' bytes are read and dropped, at most ``maximumUnwantedBytes`` or the requested
+/// bytes, whichever is more, over the whole body. Parts may come in any order. Every
+/// section that is not a part's bytes is bounded (preamble, each header line, each part's
+/// header block), so the whole body is bounded by the requested bytes, the gaps' and
+/// ``maximumFraming`` per part. A part's bytes are never searched for the boundary: its
+/// Content-Range says how many there are. Anything else is a ``Failure``, never a trap.
 ///
 /// Bytes go in with ``feed(_:)`` in chunks of any size; out come ``Piece``s, each a span of
 /// the chunk just fed and its offset in the file. ``isComplete`` turns true at the closing
@@ -33,6 +36,9 @@ struct MultipartByteRanges {
     static let maximumHeaderBlock = 4096
     /// Framing one part may add to the body (its header block plus the lines around it).
     static let maximumFraming = maximumHeaderBlock + 3 * maximumLine
+    /// Bytes between requested ranges that merged parts may carry, over the whole body, if
+    /// the requested bytes are fewer.
+    static let maximumUnwantedBytes: Int64 = 1 << 20
 
     private enum State {
         /// Before the first delimiter line.
@@ -53,6 +59,11 @@ struct MultipartByteRanges {
     private let fileBytes: Int64
     /// The requested ranges not yet received.
     private(set) var pending: Set<Range<Int64>>
+    /// The requested ranges the current part holds, sorted: only their bytes are handed on.
+    private var partRanges: [Range<Int64>] = []
+    /// Gap bytes the body may still carry, and has carried.
+    private let unwantedAllowance: Int64
+    private var unwantedSeen: Int64 = 0
     private var state = State.preamble(seen: 0)
     private var line: [UInt8] = []
 
@@ -63,6 +74,8 @@ struct MultipartByteRanges {
         delimiter = Array(("--" + boundary).utf8)
         self.fileBytes = fileBytes
         pending = Set(requested)
+        // Requested ranges lie inside the file: the sum fits.
+        unwantedAllowance = max(requested.reduce(0) { $0 + Int64($1.count) }, Self.maximumUnwantedBytes)
     }
 
     /// The closing delimiter was read and every requested range arrived.
@@ -79,7 +92,12 @@ struct MultipartByteRanges {
             switch state {
             case .body(let next, let remaining):
                 let take = Int(min(Int64(chunk.count - index), remaining))
-                pieces.append(Piece(offset: next, bytes: index..<(index + take)))
+                // Only the requested ranges' bytes of the span [next, next + take).
+                let end = next + Int64(take)
+                for wanted in partRanges where wanted.lowerBound < end && next < wanted.upperBound {
+                    let low = max(next, wanted.lowerBound), high = min(end, wanted.upperBound)
+                    pieces.append(Piece(offset: low, bytes: (index + Int(low - next))..<(index + Int(high - next))))
+                }
                 index += take
                 // take ≤ remaining, and next + remaining is a range end inside the file.
                 state = remaining == Int64(take) ? .afterBody : .body(next: next + Int64(take), remaining: remaining - Int64(take))
@@ -157,7 +175,8 @@ struct MultipartByteRanges {
         }
     }
 
-    /// The range a part's Content-Range names, if it is one still pending.
+    /// The range a part's Content-Range names, if it holds pending ranges whole (see the
+    /// type's documentation); those ranges become the part's.
     private mutating func accept(_ value: String) throws(Failure) -> Range<Int64> {
         guard let answered = ContentRange(header: value) else { throw Failure("a part has a malformed Content-Range") }
         guard answered.total == nil || answered.total == fileBytes, answered.last < fileBytes else {
@@ -165,9 +184,22 @@ struct MultipartByteRanges {
         }
         // last < fileBytes ≤ Int64.max: last + 1 cannot overflow.
         let range = answered.first..<(answered.last + 1)
-        guard pending.remove(range) != nil else {
+        if pending.remove(range) != nil {
+            partRanges = [range]
+            return range
+        }
+        // Merged: every pending range it touches must lie inside it.
+        let held = pending.filter { $0.overlaps(range) }.sorted { $0.lowerBound < $1.lowerBound }
+        guard !held.isEmpty, held.allSatisfy({ range.lowerBound <= $0.lowerBound && $0.upperBound <= range.upperBound }) else {
             throw Failure("a part holds bytes \(answered.first)-\(answered.last), which were not asked for or came twice")
         }
+        let gap = Int64(range.count) - held.reduce(0) { $0 + Int64($1.count) }
+        guard gap <= unwantedAllowance - unwantedSeen else {
+            throw Failure("a part holds bytes \(answered.first)-\(answered.last): more bytes between the ranges asked for than the \(unwantedAllowance) allowed")
+        }
+        unwantedSeen += gap
+        for wanted in held { pending.remove(wanted) }
+        partRanges = held
         return range
     }
 

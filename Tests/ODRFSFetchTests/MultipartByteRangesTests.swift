@@ -70,7 +70,8 @@ struct MultipartByteRangesTests {
     }
 
     static let malformed: [(String, [UInt8])] = [
-        ("an unrequested range", part(0..<10) + part(20..<31) + part(100..<200) + closing),
+        ("an unrequested range", part(0..<10) + part(30..<40) + part(20..<30) + part(100..<200) + closing),
+        ("a part cutting a requested range", part(5..<25) + part(100..<200) + closing),
         ("a range sent twice", part(0..<10) + part(0..<10) + part(20..<30) + part(100..<200) + closing),
         ("a missing range before the end", part(0..<10) + part(20..<30) + closing),
         ("another file size", part(0..<10, total: "999") + part(20..<30) + part(100..<200) + closing),
@@ -88,6 +89,28 @@ struct MultipartByteRangesTests {
         ("an endless header line", Array("\r\n--B0UND\r\nX: ".utf8) + [UInt8](repeating: 0x41, count: 2000)),
         ("an endless header block", Array("\r\n--B0UND\r\n".utf8) + Array(String(repeating: "X-A: b\r\n", count: 1000).utf8)),
     ]
+
+    @Test(arguments: [1, 7, 4096])
+    func partsMergedAcrossSmallGapsYieldOnlyTheRequestedBytes(chunkSize: Int) throws {
+        // RFC 9110 lets a server coalesce ranges separated by a small gap: 0-29 holds 0..<10
+        // and 20..<30, and the ten bytes between them are read and dropped.
+        let body = Self.part(0..<30) + Self.part(100..<200) + Self.closing
+        let (received, complete) = try Self.read(body, chunkSize: chunkSize)
+        #expect(complete)
+        Self.expectAllRequested(received)
+        // A part that carries a requested range plus a byte or two more is taken the same way.
+        let (more, done) = try Self.read(Self.part(0..<10) + Self.part(18..<31) + Self.part(100..<200) + Self.closing, chunkSize: chunkSize)
+        #expect(done)
+        Self.expectAllRequested(more)
+    }
+
+    @Test func mergedGapsAreBoundedOverTheWholeBody() throws {
+        // Two 10-byte ranges 5 MB apart in a 10 MiB file, sent as one part: 5 MB nobody asked
+        // for, over the 1 MiB allowance. Refused at the part's header, before any byte.
+        var parser = MultipartByteRanges(boundary: "B0UND", requested: [0..<10, 5_000_000..<5_000_010], fileBytes: 10 << 20)
+        let header = Array("\r\n--B0UND\r\nContent-Range: bytes 0-5000009/10485760\r\n\r\n".utf8)
+        #expect(throws: MultipartByteRanges.Failure.self) { _ = try header.withUnsafeBytes { try parser.feed($0) } }
+    }
 
     @Test(arguments: malformed.indices)
     func aMalformedBodyIsAFailure(index: Int) {
