@@ -23,7 +23,7 @@ struct MountStallTests {
         return (value, ContinuousClock.now - start)
     }
 
-    @Test("eight downloads stuck on a stalled origin: local opens, getfattr, ls, status and Ctrl-C answer within 0.5 s; the stuck ones fail after --fetch-timeout; the mount then works")
+    @Test("eight downloads stuck on a stalled origin: local opens, getfattr, ls, status and Ctrl-C answer at once (not after --fetch-timeout); the stuck ones fail after --fetch-timeout; the mount then works")
     func stalledOrigin() async throws {
         // Inner bundle: eight level packs, a local (initial-install) tag and a base file.
         let inner = try MountFixture()
@@ -76,14 +76,17 @@ struct MountStallTests {
         await pause(.milliseconds(300))
         #expect(cats.allSatisfy { $0.isRunning }, "a reader did not wait for its stuck pack")
 
-        // 0.5 s beyond what starting a tool costs right now: on a loaded machine (the whole
-        // suite in parallel on two cores) spawning getfattr alone has taken 0.2 s and more.
+        // An operation held up by the stuck downloads would wait for the inner mount's
+        // --fetch-timeout (3 s); one that is not answers in milliseconds (see the printed
+        // times). The bound sits between the two, on top of what starting a tool costs right
+        // now: the whole suite in parallel on two cores has made a spawn take 0.2 s and an
+        // `ls -lR` of the tree 0.7 s.
         var spawn = Duration.zero
         for tool in ["/bin/cat", "/usr/bin/getfattr", "/bin/ls"] {
             let (_, time) = try await Self.timed { try await Command.run(tool, ["--version"], timeout: .seconds(10)) }
             spawn = max(spawn, time)
         }
-        let limit = Duration.milliseconds(500) + spawn
+        let limit = Duration.milliseconds(1_500) + spawn
         let (local, localTime) = try await Self.timed { try await Command.run("/bin/cat", [inner.mountpoint + "/local/readme.txt"], timeout: .seconds(10)) }
         #expect(local.output == "installed at mount time\n")
         #expect(localTime < limit, "opening a local file took \(localTime)")
