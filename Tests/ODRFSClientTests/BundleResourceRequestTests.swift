@@ -77,7 +77,7 @@ import TestSupport
         let fixture = try ControlFixture(service: FakeControlService(stepDelay: .milliseconds(50)))
         let request = BundleResourceRequest(tags: ["Rome"], mountpoint: fixture.mountpoint)
         let begin = Task { try await request.beginAccessingResources() }
-        #expect(await eventually { request.progress.totalUnitCount > 0 })
+        #expect(await eventually(.seconds(20)) { request.progress.totalUnitCount > 0 })
         request.progress.pause()
         #expect(await eventually { fixture.service.cancelledWaits == 1 })
         request.progress.resume()
@@ -94,7 +94,7 @@ import TestSupport
         let fixture = try ControlFixture(service: FakeControlService(stepDelay: .milliseconds(50)))
         let request = BundleResourceRequest(tags: ["Rome"], mountpoint: fixture.mountpoint)
         let begin = Task { try await request.beginAccessingResources() }
-        #expect(await eventually { request.progress.totalUnitCount > 0 })
+        #expect(await eventually(.seconds(20)) { request.progress.totalUnitCount > 0 })
         request.progress.pause()
         request.progress.resume()
         try await begin.value
