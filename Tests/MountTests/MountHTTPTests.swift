@@ -60,7 +60,14 @@ struct MountHTTPTests {
         var nginx: NginxOrigin? = try await onFreePort { try await NginxOrigin(serving: fixture.dist, in: fixture.root + "/nginx-\($0)", port: $0) }
         let url = nginx!.url
         try await fixture.mount(origin: url, extra: ["--fetch-timeout", "2"])
+        let port = try #require(Int(url.split(separator: ":").last!.filter(\.isNumber)))
         nginx = nil
+        // SIGTERM only starts nginx's shutdown: until its port refuses connections it may still
+        // answer (a loaded run saw the open below succeed).
+        let down = await eventually(timeout: .seconds(10)) {
+            (try? await Command.run("/usr/bin/env", ["python3", "-c", "import socket; socket.create_connection(('127.0.0.1', \(port)), 1)"]))?.status != 0
+        }
+        try #require(down, "nginx still accepts connections after SIGTERM")
         let started = ContinuousClock.now
         let failed = try await Command.run("/bin/cat", [fixture.mountpoint + "/levels/1/map.dat"], timeout: .seconds(30))
         #expect(failed.status != 0)
@@ -72,7 +79,6 @@ struct MountHTTPTests {
         #expect(local.status == 0 && local.stdout == Data(TestBundle.files["README.txt"]!))
         #expect(try await Command.run("/bin/ls", ["-l", fixture.mountpoint + "/levels/1"]).status == 0)
 
-        let port = try #require(Int(url.split(separator: ":").last!.filter(\.isNumber)))
         let revived = try await NginxOrigin(serving: fixture.dist, in: fixture.root + "/nginx2", port: port)
         let retried = try await Command.run("/bin/cat", [fixture.mountpoint + "/levels/1/map.dat"])
         #expect(retried.status == 0, "\(retried.stderr)")
