@@ -19,16 +19,6 @@ struct MountOfflineTests {
         try #require(Int(url.split(separator: ":").last!.filter(\.isNumber)))
     }
 
-    /// Waits until nothing accepts connections on `port`: a stopped nginx gets SIGTERM and
-    /// exits a moment later, and a test of "the origin is down" must not race it.
-    func waitUntilRefused(_ url: String) async throws {
-        let port = try port(of: url)
-        let refused = await eventually(timeout: .seconds(10)) {
-            (try? await Command.run("/usr/bin/env", ["python3", "-c", "import socket; socket.create_connection(('127.0.0.1', \(port)), 1)"]))?.status != 0
-        }
-        try #require(refused, "the origin on port \(port) did not stop")
-    }
-
     @Test("only origin down: cat fails within 5 s with EIO; status says offline; back online by itself")
     func originDownFailsFastAndComesBack() async throws {
         let fixture = try MountFixture()

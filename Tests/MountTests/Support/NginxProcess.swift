@@ -1,5 +1,6 @@
 import Foundation
 import TestSupport
+import Testing
 
 /// Starts a real nginx in the foreground as a child (stopped by PID by its owner): the
 /// configuration both test nginxes share, around the `http` lines and `server` body
@@ -54,4 +55,14 @@ enum NginxProcess {
         }
         return process
     }
+}
+
+/// Waits until nothing accepts connections at `url`'s port: a stopped nginx gets SIGTERM and
+/// exits a moment later, and a test of "the origin is down" must not race it.
+func waitUntilRefused(_ url: String) async throws {
+    let port = try #require(URL(string: url)?.port, "no port in \(url)")
+    let refused = await eventually(timeout: .seconds(10)) {
+        (try? await Command.run("/usr/bin/env", ["python3", "-c", "import socket; socket.create_connection(('127.0.0.1', \(port)), 1)"]))?.status != 0
+    }
+    try #require(refused, "the origin on port \(port) did not stop")
 }
