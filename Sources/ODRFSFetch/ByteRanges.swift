@@ -13,9 +13,7 @@ struct ByteRanges: Equatable {
     /// `requested` checked against the file (`fileBytes` long) and normalised: empty ones
     /// dropped, sorted, overlapping and adjacent ones merged (as a server may merge them).
     init(_ requested: [Range<Int64>], fileBytes: ByteCount, path: String) throws(FetchError) {
-        for range in requested where range.lowerBound < 0 || range.upperBound > fileBytes.value {
-            throw FetchError(.corrupt, "range \(range) lies outside the \(fileBytes.value) bytes of \(path)")
-        }
+        for range in requested { try Self.check(range, fileBytes: fileBytes, path: path) }
         var merged: [Range<Int64>] = []
         for range in requested.filter({ !$0.isEmpty }).sorted(by: { $0.lowerBound < $1.lowerBound }) {
             if let last = merged.last, range.lowerBound <= last.upperBound {
@@ -25,6 +23,14 @@ struct ByteRanges: Equatable {
             }
         }
         ranges = merged
+    }
+
+    /// Refuses a range that is not inside the file (`fileBytes` long): the one check every
+    /// range download makes before it asks anything of a server.
+    static func check(_ range: Range<Int64>, fileBytes: ByteCount, path: String) throws(FetchError) {
+        guard range.lowerBound >= 0, range.upperBound <= fileBytes.value else {
+            throw FetchError(.corrupt, "range \(range) lies outside the \(fileBytes.value) bytes of \(path)")
+        }
     }
 
     var isEmpty: Bool { ranges.isEmpty }

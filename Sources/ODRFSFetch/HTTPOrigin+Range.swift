@@ -19,9 +19,7 @@ extension HTTPOrigin {
         fileBytes: ByteCount,
         into consume: (ByteBuffer) async throws(FetchError) -> Void
     ) async throws(FetchError) {
-        guard range.lowerBound >= 0, range.upperBound <= fileBytes.value else {
-            throw FetchError(.corrupt, "range \(range) lies outside the \(fileBytes.value) bytes of \(path)")
-        }
+        try ByteRanges.check(range, fileBytes: fileBytes, path: path)
         guard !range.isEmpty else { return }
         let shown = address.displayURL(for: path)
         var lastReason = ""

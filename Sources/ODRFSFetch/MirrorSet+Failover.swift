@@ -16,9 +16,7 @@ extension MirrorSet {
         fileBytes: ByteCount,
         into consume: (ByteBuffer) async throws(FetchError) -> Void
     ) async throws(FetchError) {
-        guard range.lowerBound >= 0, range.upperBound <= fileBytes.value else {
-            throw FetchError(.corrupt, "range \(range) lies outside the \(fileBytes.value) bytes of \(path)")
-        }
+        try ByteRanges.check(range, fileBytes: fileBytes, path: path)
         var delivered: Int64 = 0
         try await withFailover(path) { (origin: any Origin, consumerFailed: inout Bool) async throws(FetchError) in
             let rest = (range.lowerBound + delivered)..<range.upperBound

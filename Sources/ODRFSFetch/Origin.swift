@@ -115,9 +115,7 @@ extension Origin {
         fileBytes: ByteCount,
         into consume: (ByteBuffer) async throws(FetchError) -> Void
     ) async throws(FetchError) {
-        guard range.lowerBound >= 0, range.upperBound <= fileBytes.value else {
-            throw FetchError(.corrupt, "range \(range) lies outside the \(fileBytes.value) bytes of \(path)")
-        }
+        try ByteRanges.check(range, fileBytes: fileBytes, path: path)
         guard !range.isEmpty else { return }
         var position: Int64 = 0
         try await download(path, expectedBytes: fileBytes) { (bytes: ByteBuffer) async throws(FetchError) in
