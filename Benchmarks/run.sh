@@ -51,7 +51,13 @@ trap 'exit 130' INT TERM
 # The read loops are C (gcc, cc, or the clang every Swift toolchain ships).
 cc="${CC:-$(command -v gcc || command -v cc || command -v clang)}"
 "$cc" -O2 -o "$work/preadbench" "$here/preadbench.c"
+# W2's floor, a no-op libfuse filesystem: needs libfuse3's headers (libfuse3-dev, which the
+# test set-up installs); without them the table just leaves its row out.
+floor=()
+if pkg-config --exists fuse3 2>/dev/null; then
+    "$cc" -O2 -o "$work/floorfs" "$here/floorfs.c" $(pkg-config --cflags --libs fuse3) && floor=(--floorfs "$work/floorfs")
+fi
 # In the background with `wait`, so a SIGTERM/SIGINT to this script runs the trap now.
-python3 "$here/bench.py" --binary "$binary" --work "$work" --preadbench "$work/preadbench" "${args[@]}" &
+python3 "$here/bench.py" --binary "$binary" --work "$work" --preadbench "$work/preadbench" "${floor[@]}" "${args[@]}" &
 echo $! >"$work/driver"
 wait $!
