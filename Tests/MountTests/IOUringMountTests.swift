@@ -8,6 +8,20 @@ import Testing
 struct IOUringMountTests {
     static var kernelHasIOUring: Bool { FileManager.default.fileExists(atPath: "/sys/module/fuse/parameters/enable_uring") }
 
+    /// The daemon's `fuse-ring-N` threads, each with its `Cpus_allowed_list` from /proc.
+    static func ringQueueThreads(of pid: pid_t) -> [(queue: Int, allowed: String)] {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.compactMap { task in
+            guard let name = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/comm", encoding: .utf8),
+                  name.hasPrefix("fuse-ring-"),
+                  let queue = Int(name.dropFirst("fuse-ring-".count).trimmingCharacters(in: .whitespacesAndNewlines)),
+                  let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8),
+                  let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Cpus_allowed_list:") })
+            else { return nil }
+            return (queue, line.dropFirst("Cpus_allowed_list:".count).trimmingCharacters(in: .whitespaces))
+        }
+    }
+
     @Test("a --io-uring mount serves real tools through the ring, says so in status and unmounts cleanly")
     func ringMountServesAndUnmounts() async throws {
         let fixture = try MountFixture()
@@ -26,6 +40,13 @@ struct IOUringMountTests {
                 transport = (try JSONSerialization.jsonObject(with: again.stdout) as? [String: Any])?["readPath"] as? String ?? ""
             }
             #expect(transport.contains("transport io_uring"), "\(transport)\n\(fixture.log)")
+            // The kernel queues a request on its caller's CPU's ring: each queue's thread runs on that CPU only.
+            let pid = try #require(fixture.daemonPID())
+            let queues = Self.ringQueueThreads(of: pid)
+            #expect(!queues.isEmpty, "no fuse-ring-N thread in the daemon")
+            for (queue, allowed) in queues {
+                #expect(allowed == "\(queue)", "fuse-ring-\(queue) may run on CPUs \(allowed)")
+            }
         } else {
             #expect(readPath.contains("transport /dev/fuse (io_uring unavailable"), "\(readPath)")
         }
@@ -35,10 +56,10 @@ struct IOUringMountTests {
         #expect(compare.status == 0, "\(compare.output)\(compare.stderr)\n\(fixture.log)")
         let link = try await Command.run("/usr/bin/readlink", [fixture.mountpoint + "/readme-link"])
         #expect(link.output == "README.txt\n")
-        let pid = try #require(fixture.daemonPID())
+        let daemon = try #require(fixture.daemonPID())
         let unmount = try await fixture.unmount()
         #expect(unmount.status == 0, "\(unmount.stderr)")
-        let exited = await eventually(timeout: .seconds(10)) { kill(pid, 0) != 0 }
+        let exited = await eventually(timeout: .seconds(10)) { kill(daemon, 0) != 0 }
         #expect(exited, "the daemon must exit after unmount")
         #expect(fixture.log.contains("FUSE transport"), "\(fixture.log)")
     }
