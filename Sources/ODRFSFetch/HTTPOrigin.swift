@@ -35,7 +35,7 @@ import Synchronization
 ///
 /// One `HTTPClient` (with a bounded connection pool) per origin. Call ``shutdown()``
 /// before dropping the origin; `deinit` starts a shutdown as a safety net.
-public final class HTTPOrigin: Origin {
+public final class HTTPOrigin: ResumableOrigin {
     let address: OriginAddress
     let client: HTTPClient
     /// "Bearer <token>": never logged.
@@ -101,14 +101,6 @@ public final class HTTPOrigin: Origin {
         }
         guard first else { return }
         try? await client.shutdown()
-    }
-
-    public func download(
-        _ path: String,
-        expectedBytes: ByteCount,
-        into consume: (ByteBuffer) async throws(FetchError) -> Void
-    ) async throws(FetchError) {
-        try await download(path, from: 0, expectedBytes: expectedBytes, into: consume)
     }
 
     /// Resumes with `Range: bytes=<offset>-` (a mirror taking over another's download).

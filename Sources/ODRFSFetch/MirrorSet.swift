@@ -26,7 +26,7 @@ import Synchronization
 ///   same way (`MirrorSet+Failover.swift`); a range moves on from its first byte not yet
 ///   delivered, a multi-range download with the ranges or remainders not yet delivered
 ///   (`MirrorSet+MultiRange.swift`).
-public final class MirrorSet: Origin {
+public final class MirrorSet: ResumableOrigin {
     /// One server with its health record.
     struct Member: Sendable {
         let origin: any Origin
@@ -113,14 +113,6 @@ public final class MirrorSet: Origin {
             }
             return ia < ib
         }.map(\.0)
-    }
-
-    public func download(
-        _ path: String,
-        expectedBytes: ByteCount,
-        into consume: (ByteBuffer) async throws(FetchError) -> Void
-    ) async throws(FetchError) {
-        try await download(path, from: 0, expectedBytes: expectedBytes, into: consume)
     }
 
     public func download(
