@@ -80,9 +80,12 @@ public final class MountDaemon: Sendable {
         if configuration.offline {
             origin = OfflineOrigin(displayName: OriginLocator.displayName(for: configuration.origin), lastContact: nil)
         } else {
+            // An HTTP origin reads its token and CA files: on the I/O executor too.
+            let (argument, mirrors, options) = (configuration.origin, configuration.mirrors, configuration.originOptions)
             do {
-                origin = try OriginLocator.origin(for: configuration.origin, mirrors: configuration.mirrors,
-                                                  options: configuration.originOptions, logger: logger)
+                origin = try await IOExecutor.cache.run { () throws(FetchError) in
+                    try OriginLocator.origin(for: argument, mirrors: mirrors, options: options, logger: logger)
+                }
             } catch {
                 throw MountError("cannot use origin: \(error)")
             }
