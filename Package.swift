@@ -189,7 +189,11 @@ let package = Package(
         .testTarget(name: "FUSEKitTests", dependencies: ["FUSEKit", "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ODRFSCoreTests", dependencies: ["ODRFSCore", "TestSupport"]),
         .testTarget(name: "ODRFSBuildTests", dependencies: ["ODRFSBuild", "ODRFSCore", "ODRFSCompression", "TestSupport"]),
-        .testTarget(name: "ODRFSStoreTests", dependencies: ["ODRFSStore", "ODRFSCore", "TestSupport"]),
+        .testTarget(name: "ODRFSStoreTests", dependencies: [
+            "ODRFSStore", "ODRFSCore", "TestSupport",
+            // Damaging the cache index's rows directly, as a corrupt file would.
+            .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
         .testTarget(name: "ODRFSServerTests", dependencies: [
             "ODRFSServer", "TestSupport",
             .product(name: "Logging", package: "swift-log"),

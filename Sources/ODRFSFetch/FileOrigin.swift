@@ -79,32 +79,32 @@ public struct FileOrigin: Origin {
             case .finished(.success(let bytes)):
                 chunk = bytes
             case .finished(.failure(let code)):
-                descriptor.release()
+                descriptor.release(closingOn: io)
                 throw FetchError(.unreachable, "cannot read \(fullPath) on origin: \(code)")
             case .timedOut:
-                descriptor.release()
+                descriptor.release(closingOn: io)
                 throw FetchError(.unreachable, "origin \(root) stalled: no byte of \(path) for \(fetchDeadline)")
             case .cancelled:
-                descriptor.release()
+                descriptor.release(closingOn: io)
                 throw FetchError(.cancelled, "download of \(fullPath) cancelled")
             }
             if chunk.readableBytes == 0 {
-                descriptor.release()
+                descriptor.release(closingOn: io)
                 return
             }
             total += Int64(chunk.readableBytes)
             if total > expectedBytes.value {
-                descriptor.release()
+                descriptor.release(closingOn: io)
                 throw FetchError(.corrupt, "\(fullPath) on origin is larger than the \(expectedBytes) the manifest records")
             }
             do {
                 try await consume(chunk)
             } catch {
-                descriptor.release()
+                descriptor.release(closingOn: io)
                 throw error
             }
             if Task.isCancelled {
-                descriptor.release()
+                descriptor.release(closingOn: io)
                 throw FetchError(.cancelled, "download of \(fullPath) cancelled")
             }
         }
@@ -174,13 +174,15 @@ final class SharedDescriptor: Sendable {
         if let close { Glibc.close(close) }
     }
 
-    /// The owner is done with the descriptor: closed now, or when the read in flight ends.
-    func release() {
+    /// The owner is done with the descriptor: closed soon on `io`, or when the read in flight
+    /// ends. The owner is a task: close(2) of a file on a stalled FUSE or network mount
+    /// waits for that filesystem (FLUSH), which must not hold a cooperative thread.
+    func release(closingOn io: IOExecutor) {
         let close = state.withLock { state -> Int32? in
             guard !state.released else { return nil }
             state.released = true
             return state.reading ? nil : state.fd
         }
-        if let close { Glibc.close(close) }
+        if let close { io.submit { _ = Glibc.close(close) } }
     }
 }

@@ -107,7 +107,8 @@ extension PackDownloader {
                 throw FetchError(.corrupt, "pack '\(pack.id)' (\(pack.file)) from \(origin.displayName) ended at byte \(assembler.offset) of \(table.compressedBytes), in frame \(assembler.nextChunk) of \(table.count)")
             }
         } catch {
-            file.discard()
+            // close + unlink block: on the I/O executor, like every other call on the file.
+            await io.run { file.discard() }
             throw error
         }
         return try await io.run { () throws(FetchError) -> CachedPack in

@@ -129,10 +129,11 @@ public struct PackDownloader: Sendable {
             }
             try verifier.finish()
         } catch let error as FetchError {
-            file.discard()
+            // close + unlink block: on the I/O executor, like every other call on the file.
+            await io.run { file.discard() }
             throw error
         } catch {
-            file.discard()
+            await io.run { file.discard() }
             throw FetchError(.corrupt, "pack '\(pack.id)' (\(pack.file)) from \(origin.displayName) failed verification: \(error)")
         }
         return try await io.run { () throws(FetchError) -> CachedPack in
@@ -168,7 +169,7 @@ public struct PackDownloader: Sendable {
         }
         let digest = ContentHash(digest: hasher.finalize())
         guard done == index.bytes.value, digest == index.sha256 else {
-            file.discard()
+            await io.run { file.discard() }
             throw FetchError(.corrupt, "file index \(index.file) from \(origin.displayName) is damaged: got \(done) bytes with SHA-256 \(digest.hex), manifest says \(index.bytes.value) bytes with \(index.sha256.hex)")
         }
         let destination = store.path(of: index)

@@ -72,10 +72,14 @@ extension CacheIndex {
                 var entries: [TraceEntry] = []
                 var position: [String: Int] = [:]
                 for row in rows {
-                    let tags: String = row["tags"]
-                    let entry = TraceEntry(pack: row["pack"], tags: tags.isEmpty ? [] : tags.split(separator: ",").map(String.init),
-                                           cause: TraceEntry.Cause(rawValue: row["cause"]) ?? .open,
-                                           firstFile: row["firstFile"], secondsSinceMount: row["seconds"])
+                    // Throwing decodes, not `row[...]`: GRDB's subscript traps on a value it cannot
+                    // convert, and the cache's SQLite file is outside input (a damaged or edited row).
+                    let tags = try row.decode(String.self, forColumn: "tags")
+                    let entry = TraceEntry(pack: try row.decode(String.self, forColumn: "pack"),
+                                           tags: tags.isEmpty ? [] : tags.split(separator: ",").map(String.init),
+                                           cause: TraceEntry.Cause(rawValue: try row.decode(String.self, forColumn: "cause")) ?? .open,
+                                           firstFile: try row.decode(String?.self, forColumn: "firstFile"),
+                                           secondsSinceMount: try row.decode(Double.self, forColumn: "seconds"))
                     if let earlier = position[entry.pack] {
                         // A pack prefetched first and demanded later is listed at its demand.
                         if !entries[earlier].cause.isDemand && entry.cause.isDemand { entries[earlier] = entry }

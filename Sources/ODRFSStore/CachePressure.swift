@@ -31,17 +31,20 @@ public struct CacheLimits: Sendable, Equatable, Codable {
     ///   - reserved: bytes reserved by downloads in flight (not yet on disk).
     ///   - available: free bytes on the cache's filesystem, if known.
     public func bytesToFree(cached: Int64, reserved: Int64, available: Int64?) -> Int64 {
+        // Saturating throughout: `--min-free` and `--cache-size` accept any 63-bit value, and
+        // 125 % of a large floor does not fit in an Int64 (converting it would trap).
+        let occupied = ByteCount(cached) + ByteCount(reserved)
         var needed: Int64 = 0
-        if let budget, cached + reserved > budget.value {
-            let lowWatermark = Int64(Double(budget.value) * Self.lowWatermarkFraction)
-            needed = cached + reserved - lowWatermark
+        if let budget, occupied > budget {
+            let lowWatermark = Self.saturatingBytes(Double(budget.value) * Self.lowWatermarkFraction)
+            needed = (occupied - lowWatermark).value
         }
         if let minimumFree, let available {
             // Reserved bytes will be written soon: count them against free space too.
-            let effectiveFree = available - reserved
-            if effectiveFree < minimumFree.value {
-                let target = Int64(Double(minimumFree.value) * Self.freeSpaceTargetFraction)
-                needed = max(needed, target - effectiveFree)
+            let effectiveFree = ByteCount(available) - ByteCount(reserved)
+            if effectiveFree < minimumFree {
+                let target = Self.saturatingBytes(Double(minimumFree.value) * Self.freeSpaceTargetFraction)
+                needed = max(needed, (target - effectiveFree).value)
             }
         }
         return needed
@@ -50,6 +53,12 @@ public struct CacheLimits: Sendable, Equatable, Codable {
     /// Whether `cached + reserved` is over the byte budget.
     public func isOverBudget(cached: Int64, reserved: Int64) -> Bool {
         guard let budget else { return false }
-        return cached + reserved > budget.value
+        return ByteCount(cached) + ByteCount(reserved) > budget
+    }
+
+    /// `bytes` as a ByteCount, clamped to what an Int64 holds (`Int64(_:)` traps beyond).
+    private static func saturatingBytes(_ bytes: Double) -> ByteCount {
+        guard bytes < 9.2e18 else { return ByteCount(.max) }
+        return ByteCount(Int64(max(bytes, 0)))
     }
 }

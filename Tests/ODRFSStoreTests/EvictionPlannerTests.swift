@@ -60,4 +60,17 @@ struct EvictionPlannerTests {
         #expect(limits.isOverBudget(cached: 999, reserved: 2))
         #expect(!limits.isOverBudget(cached: 999, reserved: 1))
     }
+
+    // `--min-free 8000P` parses (8000 << 50 fits in 63 bits), but 125 % of it does not fit
+    // in an Int64: converting it trapped, killing the daemon at its first purge check.
+    @Test("pressure never traps on the largest limits a command line accepts")
+    func pressureWithHugeLimits() throws {
+        let floor = try #require(ByteCount(parsing: "8000P"))
+        let limits = CacheLimits(budget: ByteCount(.max), minimumFree: floor)
+        #expect(limits.bytesToFree(cached: 0, reserved: 0, available: 1 << 30) == .max - (1 << 30))
+        #expect(limits.bytesToFree(cached: 0, reserved: 1 << 52, available: 0) == .max)
+        #expect(CacheLimits(minimumFree: ByteCount(.max)).bytesToFree(cached: 0, reserved: 1 << 52, available: -(1 << 52)) == .max)
+        #expect(!limits.isOverBudget(cached: .max, reserved: 1 << 52), "saturates at the budget, not over it")
+        #expect(CacheLimits(budget: ByteCount(1_000)).bytesToFree(cached: .max, reserved: .max, available: nil) == .max - 750)
+    }
 }

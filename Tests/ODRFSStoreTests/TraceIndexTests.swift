@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import ODRFSCore
 import ODRFSStore
 import TestSupport
@@ -42,5 +43,22 @@ struct TraceIndexTests {
         let all = try index.traces(last: 1000)
         #expect(all.count == CacheIndex.keptSessions)
         #expect(all.first?.first?.pack == "P5" && all.last?.first?.pack == "P\(CacheIndex.keptSessions + 4)")
+    }
+
+    // GRDB's `row["seconds"]` is a `try!`: a value it cannot convert (text in a REAL column,
+    // which SQLite keeps as text) trapped the daemon at `--learn-prefetch` or `odrfs trace`.
+    @Test("a damaged trace row is an error, never a crash", arguments: [
+        "seconds = 'soon'", "pack = x'ff00'", "cause = x'fffe'",
+    ])
+    func damagedRow(damage: String) throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/index.sqlite"
+        let index = try CacheIndex(path: path)
+        let session = try index.beginTraceSession(started: Date(), bundleVersion: "v")
+        try index.appendTrace(session: session, [(0, entry("A", .open, at: 0.1))])
+        let damaging = try DatabaseQueue(path: path)
+        try damaging.write { try $0.execute(sql: "UPDATE traceEntry SET \(damage)") }
+        try damaging.close()
+        #expect(throws: StoreError.self) { try index.traces(last: 1) }
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import ODRFSCore
 import ODRFSFetch
+import ODRFSRuntime
 
 /// The manifest's `mirrors` list joins the mount's servers (after the command line's).
 enum ManifestMirrors {
@@ -15,7 +16,10 @@ enum ManifestMirrors {
         for url in urls {
             let mirror: any Origin
             do {
-                mirror = try OriginLocator.mirrorOrigin(MirrorOption(url: url), options: options, logger: logger)
+                // Reads `--ca-file` (a file, maybe on a slow mount): on the I/O executor.
+                mirror = try await IOExecutor.cache.run { () throws(FetchError) in
+                    try OriginLocator.mirrorOrigin(MirrorOption(url: url), options: options, logger: logger)
+                }
             } catch {
                 logger.warning("ignoring a mirror the manifest lists", metadata: ["mirror": "\(OriginLocator.displayName(for: url))", "error": "\(error)"])
                 continue

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ODRFSRuntime
 import ServiceLifecycle
 
 extension MountDaemon {
@@ -40,7 +41,8 @@ extension MountDaemon {
             logger.error("mount services stopped with an error", metadata: ["error": "\(error)"])
         }
         await manager.shutdown()
-        runtime.removePID()
+        // unlink + rmdir: on the I/O executor, like every file operation of the daemon.
+        await IOExecutor.cache.run { [runtime] in runtime.removePID() }
         await origin.shutdown()
         logger.info("unmounted", metadata: ["mountpoint": "\(mountpoint)"])
         return readiness.wasReady

@@ -72,14 +72,20 @@ public final class MountDaemon: Sendable {
         logger: Logger,
         progress: @escaping @Sendable (Int64, Int64) -> Void = { _, _ in }
     ) async throws(MountError) -> MountDaemon {
-        let mountpoint = try Mountpoint.validate(configuration.mountpoint)
+        // stat, realpath and statvfs of a path that may be a hung FUSE or network mount: they
+        // can block indefinitely, so on the I/O executor, never on the cooperative pool.
+        let requested = configuration.mountpoint
+        let mountpoint = try await IOExecutor.cache.run { () throws(MountError) in try Mountpoint.validate(requested) }
         let origin: any Origin
         if configuration.offline {
             origin = OfflineOrigin(displayName: OriginLocator.displayName(for: configuration.origin), lastContact: nil)
         } else {
+            // An HTTP origin reads its token and CA files: on the I/O executor too.
+            let (argument, mirrors, options) = (configuration.origin, configuration.mirrors, configuration.originOptions)
             do {
-                origin = try OriginLocator.origin(for: configuration.origin, mirrors: configuration.mirrors,
-                                                  options: configuration.originOptions, logger: logger)
+                origin = try await IOExecutor.cache.run { () throws(FetchError) in
+                    try OriginLocator.origin(for: argument, mirrors: mirrors, options: options, logger: logger)
+                }
             } catch {
                 throw MountError("cannot use origin: \(error)")
             }

@@ -55,7 +55,8 @@ struct DeltaPackAssembler {
             }
             return fetched
         } catch {
-            file.discard()
+            // close + unlink block: on the I/O executor, like every other call on the file.
+            await io.run { file.discard() }
             throw error
         }
     }
