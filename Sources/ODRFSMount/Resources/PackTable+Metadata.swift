@@ -14,16 +14,15 @@ extension PackTable {
     /// Records the pinned metadata measured on the I/O executor. Returns the previous figure.
     @discardableResult
     func setMetadata(_ metadata: CacheMetadata) -> Int64 {
-        withState { state in
-            defer { state.metadataBytes = max(0, metadata.totalBytes) }
+        // Bounded far below Int64.max, so the budget sums (`CacheLimits.bytesToFree`) cannot
+        // overflow whatever sparse file a filesystem reports under `index/`.
+        let bytes = min(max(0, metadata.totalBytes), Self.metadataCeiling)
+        return withState { state in
+            defer { state.metadataBytes = bytes }
             return state.metadataBytes
         }
     }
 
-    /// True when the pinned metadata alone is over the byte budget: then no purge can bring
-    /// the cache under it, and packs are kept only while retained.
-    func metadataExceedsBudget(_ state: State) -> Bool {
-        guard let budget = limits.budget else { return false }
-        return state.metadataBytes > budget.value
-    }
+    /// 1 EiB: more than any cache directory holds.
+    static let metadataCeiling: Int64 = 1 << 60
 }
