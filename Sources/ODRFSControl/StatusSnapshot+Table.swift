@@ -42,6 +42,7 @@ extension StatusSnapshot {
         text += "total: \(local.count)/\(packs.count) packs local, \(localBytes)/\(totalBytes) bytes local, \(inUseBytes) bytes in use\n"
         var line = "cache: \(cache.cachedBytes) bytes cached, \(cache.reservedBytes) reserved"
         if cache.orphanBytes > 0 { line += " (\(cache.orphanBytes) from older bundle versions)" }
+        if let metadataBytes = cache.metadataBytes, metadataBytes > 0 { line += ", \(metadataBytes) pinned in file indexes and manifest" }
         line += ", budget " + (cache.budget.map(String.init) ?? "none")
         line += ", free " + (cache.availableBytes.map(String.init) ?? "unknown")
         if let minimumFree = cache.minimumFree { line += " (min \(minimumFree))" }
@@ -51,8 +52,16 @@ extension StatusSnapshot {
         // On the cache line, not a line of its own: scripts that split the pack table
         // stop at `total:` and `cache:`.
         if let readPath { line += ", reads \(readPath)" }
-        if cache.isOverBudget { line += ", OVER BUDGET (retained packs cannot be purged)" }
+        if cache.isOverBudget { line += ", OVER BUDGET (" + overBudgetCause() + ")" }
         return text + line + "\n" + renderOrigin()
+    }
+
+    /// Why a cache over its budget stays there: retained packs, or metadata no purge can free.
+    private func overBudgetCause() -> String {
+        if let metadataBytes = cache.metadataBytes, let budget = cache.budget, metadataBytes > budget {
+            return "file indexes and manifest alone exceed it; only retained packs are kept"
+        }
+        return "retained packs cannot be purged"
     }
 
     /// "origin: online|offline (last contact …)" and one line per server; nothing for a local dist dir.

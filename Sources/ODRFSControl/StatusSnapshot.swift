@@ -77,7 +77,9 @@ public struct StatusSnapshot: Codable, Sendable, Equatable {
 
     /// Cache-wide figures.
     public struct CacheEntry: Codable, Sendable, Equatable {
-        /// Bytes of verified packs on disk (this bundle's and older versions').
+        /// Bytes the cache holds against its budget: verified packs on disk (this bundle's
+        /// and older versions'), their passthrough backing files, and the pinned file indexes
+        /// and manifest (`metadataBytes`).
         public var cachedBytes: Int64
         /// Bytes reserved by downloads in flight.
         public var reservedBytes: Int64
@@ -101,11 +103,16 @@ public struct StatusSnapshot: Codable, Sendable, Equatable {
         /// travelled: compressed for compressed packs, so less than the uncompressed
         /// sizes every other figure counts. Absent in snapshots of older daemons.
         public var wireBytes: Int64?
+        /// Of `cachedBytes`, the file indexes (the mounted revision's, the one an update
+        /// replaced, one an update check fetched) and the manifest: pinned, never purged,
+        /// so packs get only the rest of the budget. Absent in snapshots of older daemons.
+        public var metadataBytes: Int64?
 
         /// Cache figures.
         public init(cachedBytes: Int64, reservedBytes: Int64 = 0, orphanBytes: Int64 = 0, budget: Int64? = nil,
                     minimumFree: Int64? = nil, availableBytes: Int64? = nil, inUseBytes: Int64 = 0,
-                    maximumInUse: Int64, isOverBudget: Bool = false, evictionCount: Int = 0, wireBytes: Int64? = nil) {
+                    maximumInUse: Int64, isOverBudget: Bool = false, evictionCount: Int = 0, wireBytes: Int64? = nil,
+                    metadataBytes: Int64? = nil) {
             self.cachedBytes = cachedBytes
             self.reservedBytes = reservedBytes
             self.orphanBytes = orphanBytes
@@ -117,6 +124,7 @@ public struct StatusSnapshot: Codable, Sendable, Equatable {
             self.isOverBudget = isOverBudget
             self.evictionCount = evictionCount
             self.wireBytes = wireBytes
+            self.metadataBytes = metadataBytes
         }
     }
 

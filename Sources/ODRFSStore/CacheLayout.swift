@@ -9,7 +9,9 @@ import ODRFSCore
 /// <root>/index.sqlite    the cache index (SQLite, WAL): packs, access times, priorities
 /// <root>/manifest.json   the manifest of the bundle version last mounted
 /// <root>/manifest.json.sig its signature, when it had one (offline mounts with --trust-key check it)
-/// <root>/index/<sha>.odrx  verified file indexes
+/// <root>/index/<sha>.odrx  verified file indexes: the mounted revision's, the one an update
+///                        replaced, one an update check fetched; pinned, but counted in the
+///                        budget (``CacheMetadata``); older ones deleted at an update or mount
 /// <root>/packs/<sha>.tar   verified packs, named by content like on the origin
 /// <root>/files/<sha>.<offset> passthrough backing files: one large file's bytes copied
 ///                        out of the local pack <sha> (it starts at <offset> there);

@@ -80,9 +80,12 @@ struct PassthroughMountTests {
         return "reads " + line[range.upperBound...]
     }
 
+    /// Packs and backing files: the cache line's total less its pinned file indexes and manifest.
     func cachedBytes(_ fixture: MountFixture) throws -> Int64 {
         let line = try #require(statusText(fixture).split(separator: "\n").first { $0.hasPrefix("cache:") })
-        return try #require(Int64(line.split(separator: " ")[1]))
+        let words = line.split(separator: " ")
+        let pinned = words.firstIndex(of: "pinned").flatMap { Int64(words[$0 - 1]) } ?? 0
+        return try #require(Int64(words[1])) - pinned
     }
 
     func backingFiles(_ fixture: MountFixture) -> [String] {

@@ -23,7 +23,8 @@ extension ResourceManager {
                 budget: cache.limits.budget?.value, minimumFree: cache.limits.minimumFree?.value,
                 availableBytes: cache.availableBytes, inUseBytes: cache.inUseBytes,
                 maximumInUse: cache.limits.maximumInUse.value, isOverBudget: cache.isOverBudget,
-                evictionCount: cache.evictionCount, wireBytes: downloader.wire.bytes
+                evictionCount: cache.evictionCount, wireBytes: downloader.wire.bytes,
+                metadataBytes: cache.metadataBytes
             )
         )
         snapshot.describeOrigin(downloader.origin)

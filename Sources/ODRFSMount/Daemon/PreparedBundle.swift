@@ -50,6 +50,9 @@ struct PreparedBundle: Sendable {
             } catch {
                 throw MountError("cannot write to cache: \(error)")
             }
+            // Indexes of revisions an earlier run served or checked: nothing of them is open now.
+            let currentIndex = manifest.index.sha256
+            await io.run { _ = store.removeIndexes(keeping: [currentIndex]) }
             let manager: ResourceManager
             do {
                 let limits = configuration.limits

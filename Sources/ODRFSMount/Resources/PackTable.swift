@@ -40,6 +40,10 @@ final class PackTable: Sendable {
         /// Verified packs of other bundle versions, by content hash: evicted first.
         var orphans: [String: CachedPack]
         var cachedBytes: Int64 = 0
+        /// Pinned file indexes and manifests in the cache directory, as last measured on
+        /// the I/O executor (`PackTable+Metadata.swift`): never evicted, not in `cachedBytes`,
+        /// but counted against the budget (`budgetedBytes`).
+        var metadataBytes: Int64 = 0
         var reservedBytes: Int64 = 0
         /// Bytes of packs with a retain count above zero.
         var inUseBytes: Int64 = 0

@@ -33,6 +33,8 @@ final class Purger: Sendable {
     private let wakeups: AsyncStream<PurgeReason>.Continuation
     /// Why the background purger should look again (coalesced: only the newest waits).
     let events: AsyncStream<PurgeReason>
+    /// Whether the last purge under pressure could not free what the limits asked for.
+    private let overLimits = Mutex(false)
 
     init(table: PackTable, store: PackStore, logger: Logger, availableBytes: @escaping @Sendable () -> Int64?) {
         self.table = table
@@ -84,14 +86,24 @@ final class Purger: Sendable {
     /// SQLite, unlink): call it on the I/O executor.
     @discardableResult
     func purgeForPressure(reason: PurgeReason) -> Int64 {
-        let (cached, reserved) = table.withState { ($0.cachedBytes, $0.reservedBytes) }
+        // Pinned metadata (file indexes, manifest) counts: it is on disk, so packs get the rest.
+        let (cached, reserved) = table.withState { ($0.budgetedBytes, $0.reservedBytes) }
         let needed = table.limits.bytesToFree(cached: cached, reserved: reserved, available: table.limits.minimumFree == nil ? nil : measureAvailableBytes())
-        guard needed > 0 else { return 0 }
+        guard needed > 0 else {
+            overLimits.withLock { $0 = false }
+            return 0
+        }
         let freed = evict(freeing: needed, reason: reason, matching: { _ in true })
-        if freed < needed {
-            let status = table.withState { (cached: $0.cachedBytes, reserved: $0.reservedBytes, inUse: $0.inUseBytes) }
-            logger.warning("cache over its limits: retained packs cannot be purged", metadata: [
-                "cache.bytes": "\(status.cached)", "cache.reserved": "\(status.reserved)",
+        let stuck = freed < needed
+        // Once per episode: with pinned metadata over the budget every 2 s check would repeat it.
+        let newlyStuck = overLimits.withLock { wasStuck in
+            defer { wasStuck = stuck }
+            return stuck && !wasStuck
+        }
+        if newlyStuck {
+            let status = table.withState { (cached: $0.budgetedBytes, metadata: $0.metadataBytes, reserved: $0.reservedBytes, inUse: $0.inUseBytes) }
+            logger.warning("cache over its limits: retained packs and pinned file indexes cannot be purged", metadata: [
+                "cache.bytes": "\(status.cached)", "cache.reserved": "\(status.reserved)", "cache.metadata": "\(status.metadata)",
                 "cache.inUse": "\(status.inUse)", "cache.budget": "\(table.limits.budget?.value ?? -1)",
             ])
         }
@@ -116,7 +128,7 @@ final class Purger: Sendable {
     /// Chooses victims with `EvictionPlanner` and deletes them. Returns bytes freed.
     func evict(freeing needed: Int64, reason: PurgeReason, matching: (PackNumber) -> Bool) -> Int64 {
         let (victims, overBudget) = table.withState { state -> ([Victim], Bool) in
-            let overBudget = table.limits.isOverBudget(cached: state.cachedBytes, reserved: state.reservedBytes)
+            let overBudget = table.limits.isOverBudget(cached: state.budgetedBytes, reserved: state.reservedBytes)
             let plan = EvictionPlanner.plan(freeing: needed, from: candidates(state, matching: matching))
             return (plan.map { take($0.key, from: &state) }, overBudget)
         }

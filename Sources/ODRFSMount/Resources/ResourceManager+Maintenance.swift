@@ -21,6 +21,7 @@ extension ResourceManager {
             await io.run {
                 self.saveAccesses()
                 self.purger.measureAvailableBytes()
+                self.measureMetadata()
                 self.purger.purgeForPressure(reason: reason)
             }
         }

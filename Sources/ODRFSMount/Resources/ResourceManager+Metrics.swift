@@ -10,7 +10,8 @@ extension ResourceManager {
         let retained = table.withState { state in state.slots.reduce(0) { $0 + ($1.retainCount > 0 ? 1 : 0) } }
         Gauge(label: MountMetrics.Name.downloadsInFlight).record(running)
         Gauge(label: MountMetrics.Name.downloadsQueued).record(waiting)
-        Gauge(label: MountMetrics.Name.cacheBytes).record(cache.cachedBytes)
+        // The metric's documented meaning is packs only; status's cachedBytes adds the pinned metadata.
+        Gauge(label: MountMetrics.Name.cacheBytes).record(cache.cachedBytes - cache.metadataBytes)
         Gauge(label: MountMetrics.Name.cacheBudgetBytes).record(cache.limits.budget?.value ?? 0)
         if let available = cache.availableBytes {
             Gauge(label: MountMetrics.Name.diskFreeBytes).record(available)

@@ -4,8 +4,11 @@ import ODRFSStore
 
 /// Cache-wide figures for status displays.
 public struct CacheStatus: Sendable {
-    /// Bytes of verified packs on disk (this bundle's and other versions').
+    /// Bytes the cache holds against its budget: verified packs on disk (this bundle's and
+    /// other versions'), their backing files, and the pinned metadata (`metadataBytes`).
     public var cachedBytes: Int64
+    /// Of `cachedBytes`, the file indexes and manifest: pinned, never purged.
+    public var metadataBytes: Int64 = 0
     /// Bytes reserved by downloads in flight.
     public var reservedBytes: Int64
     /// Bytes of packs of other bundle versions still cached.
@@ -15,7 +18,8 @@ public struct CacheStatus: Sendable {
     public var limits: CacheLimits
     /// Free space on the cache's filesystem, if known.
     public var availableBytes: Int64?
-    /// True when retained packs hold the cache above its budget (they cannot be purged).
+    /// True when retained packs or pinned metadata hold the cache above its budget (they
+    /// cannot be purged).
     public var isOverBudget: Bool
     /// Packs evicted since the mount started.
     public var evictionCount: Int
@@ -47,10 +51,10 @@ extension ResourceManager {
         return table.withState { state in
             let inUse = state.inUseBytes
             return CacheStatus(
-                cachedBytes: state.cachedBytes, reservedBytes: state.reservedBytes,
+                cachedBytes: state.budgetedBytes, metadataBytes: state.metadataBytes, reservedBytes: state.reservedBytes,
                 orphanBytes: state.orphans.values.reduce(0) { $0 + $1.bytes },
                 inUseBytes: inUse, limits: limits, availableBytes: available,
-                isOverBudget: limits.isOverBudget(cached: state.cachedBytes, reserved: state.reservedBytes),
+                isOverBudget: limits.isOverBudget(cached: state.budgetedBytes, reserved: state.reservedBytes),
                 evictionCount: state.evictionCount
             )
         }

@@ -79,6 +79,7 @@ public final class ResourceManager: Sendable {
         coordinator = DownloadCoordinator(table: table, downloader: downloader, purger: purger,
                                           maximumConcurrent: maximumConcurrentDownloads, observers: progressObservers,
                                           io: io, logger: logger, schedule: schedule)
+        measureMetadata()
     }
 
     /// Fetches, evictions, retains and releases as they happen (`odrfs events`).

@@ -134,7 +134,11 @@ extension BundleUpdater {
         revisions.retire(old)
         fileSystem.switchTo(next)
         revisions.carryOverHeldRequests(to: manager)
-        await io.run { old.retire() }
+        await io.run {
+            old.retire()
+            // Only this revision and the one it replaced keep their file indexes on disk.
+            manager.releaseDroppedIndexes(keepingPrevious: oldManifest.index)
+        }
         // Wake the new purger: packs only the old revision named are purged first.
         manager.purger.wake(.periodicCheck)
         // Writes to /dev/fuse that may wait for a directory lock: on the I/O executor.

@@ -1,0 +1,24 @@
+import ODRFSCore
+import ODRFSStore
+
+extension ResourceManager {
+    /// Measures the pinned metadata the cache directory holds (file indexes, manifest and
+    /// signature) and records it in the pack table, where it counts against the budget.
+    /// Called when the manager starts, before each purge under pressure (an update check
+    /// may have fetched an index since) and after an update dropped a revision.
+    /// Blocking (a directory listing and `lstat`s): I/O executor only.
+    func measureMetadata() {
+        table.setMetadata(store.measureMetadata())
+    }
+
+    /// After an update switched to this manager's revision: deletes the file indexes of
+    /// every revision but this one and `previous` (the one just replaced, whose handles may
+    /// still be open), so a dropped revision's index stops holding cache space, then
+    /// measures again. Blocking (unlink): I/O executor only.
+    func releaseDroppedIndexes(keepingPrevious previous: IndexReference?) {
+        var kept: Set<ContentHash> = [manifest.index.sha256]
+        if let previous { kept.insert(previous.sha256) }
+        store.removeIndexes(keeping: kept)
+        measureMetadata()
+    }
+}
