@@ -22,14 +22,18 @@ extension PackStore {
     /// Deletes every cached file index except those named by `kept` (the revisions the mount
     /// serves or may still serve: the current one and the one an update just replaced), so
     /// a dropped revision's index stops holding cache space. Files under `index/` that are
-    /// not `<sha256>.odrx` are left alone: the store never wrote them. Returns the files
-    /// removed and their bytes. Blocking (unlink): call it on the I/O executor.
+    /// not `<sha256>.odrx` are left alone: the store never wrote them. An index written at
+    /// or after `sparingModifiedSince` is left too: an update check running beside the update
+    /// may have just fetched it and be about to map it (it is counted, and goes at the next
+    /// update or mount). Returns the files removed and their bytes. Blocking (unlink): call
+    /// it on the I/O executor.
     @discardableResult
-    public func removeIndexes(keeping kept: Set<ContentHash>) -> (files: Int, bytes: Int64) {
+    public func removeIndexes(keeping kept: Set<ContentHash>, sparingModifiedSince: Date? = nil) -> (files: Int, bytes: Int64) {
         let keptNames = Set(kept.map { $0.hex + "." + FileIndex.fileExtension })
         var removed = (files: 0, bytes: Int64(0))
         for name in indexFileNames() where name.hasSuffix("." + FileIndex.fileExtension) && !keptNames.contains(name) {
             let path = layout.indexDirectory + "/" + name
+            if let since = sparingModifiedSince, let modified = Self.modificationDate(at: path), modified >= since { continue }
             let bytes = Self.regularFileBytes(at: path) ?? 0
             guard unlink(path) == 0 else {
                 logger.warning("cannot remove the file index of a dropped revision", metadata: [
@@ -57,6 +61,13 @@ extension PackStore {
         var info = stat()
         guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
         return Int64(info.st_size)
+    }
+
+    /// When the file at `path` was last written, nil if it is absent.
+    private static func modificationDate(at path: String) -> Date? {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return nil }
+        return Date(timeIntervalSince1970: TimeInterval(info.st_mtim.tv_sec) + TimeInterval(info.st_mtim.tv_nsec) / 1e9)
     }
 
     private static func saturatingAdd(_ a: Int64, _ b: Int64) -> Int64 {

@@ -54,6 +54,26 @@ struct CacheMetadataTests {
         #expect(store.removeIndexes(keeping: [Self.hash("3"), Self.hash("4")]).files == 0)
     }
 
+    @Test("an index written since the update began stays: a check beside the update fetched it")
+    func sparesIndexesOfConcurrentChecks() throws {
+        let cache = try TemporaryDirectory()
+        let store = try PackStore(root: cache.path, logger: Logger(label: "test"))
+        try Self.writeIndex(Self.hash("1"), bytes: 100, in: store)
+        try Self.writeIndex(Self.hash("2"), bytes: 200, in: store)
+        // Index 1 was written an hour before the update began, index 2 after it.
+        let began = Date()
+        let old = timespec(tv_sec: Int(began.timeIntervalSince1970) - 3_600, tv_nsec: 0)
+        let times = [old, old]
+        #expect(utimensat(AT_FDCWD, store.layout.indexDirectory + "/" + Self.hash("1").hex + ".odrx", times, 0) == 0)
+        let recent = timespec(tv_sec: Int(began.timeIntervalSince1970) + 1, tv_nsec: 0)
+        #expect(utimensat(AT_FDCWD, store.layout.indexDirectory + "/" + Self.hash("2").hex + ".odrx", [recent, recent], 0) == 0)
+        let removed = store.removeIndexes(keeping: [Self.hash("3")], sparingModifiedSince: began)
+        #expect(removed.files == 1)
+        #expect(removed.bytes == 100)
+        let left = Set(try FileManager.default.contentsOfDirectory(atPath: store.layout.indexDirectory))
+        #expect(left == [Self.hash("2").hex + ".odrx"])
+    }
+
     @Test("the total saturates instead of trapping")
     func saturates() {
         #expect(CacheMetadata(manifestBytes: .max, indexBytes: 1).totalBytes == .max)

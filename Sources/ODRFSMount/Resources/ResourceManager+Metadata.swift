@@ -1,3 +1,4 @@
+import Foundation
 import ODRFSCore
 import ODRFSStore
 
@@ -14,11 +15,12 @@ extension ResourceManager {
     /// After an update switched to this manager's revision: deletes the file indexes of
     /// every revision but this one and `previous` (the one just replaced, whose handles may
     /// still be open), so a dropped revision's index stops holding cache space, then
-    /// measures again. Blocking (unlink): I/O executor only.
-    func releaseDroppedIndexes(keepingPrevious previous: IndexReference?) {
+    /// measures again. Indexes written since `updateBegan` stay: a check beside the update
+    /// fetched them. Blocking (unlink): I/O executor only.
+    func releaseDroppedIndexes(keepingPrevious previous: IndexReference?, updateBegan: Date? = nil) {
         var kept: Set<ContentHash> = [manifest.index.sha256]
         if let previous { kept.insert(previous.sha256) }
-        store.removeIndexes(keeping: kept)
+        store.removeIndexes(keeping: kept, sparingModifiedSince: updateBegan)
         measureMetadata()
     }
 }

@@ -24,6 +24,8 @@ extension BundleUpdater {
         }
         guard claimed else { throw ControlError(.badRequest, "an update of this mount is already in progress") }
         defer { busy.withLock { $0 = false } }
+        // An index written after this moment comes from a check running beside the update.
+        let began = Date()
         let (report, candidate) = try await check()
         guard let candidate else { return report }
         guard candidate.manifest.revision > report.mountedRevision else {
@@ -32,7 +34,7 @@ extension BundleUpdater {
         let started = ContinuousClock.now
         try await fetchPacks(of: candidate)
         try await publishManifest(candidate)
-        let switched = try await switchRevision(to: candidate)
+        let switched = try await switchRevision(to: candidate, updateBegan: began)
         logger.info("bundle updated", metadata: [
             "revision": "\(report.mountedRevision)", "new.revision": "\(candidate.manifest.revision)",
             "download.bytes": "\(report.downloadBytes)", "reused.bytes": "\(report.reusedBytes)",
@@ -99,7 +101,7 @@ extension BundleUpdater {
     }
 
     /// (4) to (6).
-    private func switchRevision(to candidate: Candidate) async throws(ControlError) -> RevisionTransition {
+    private func switchRevision(to candidate: Candidate, updateBegan: Date) async throws(ControlError) -> RevisionTransition {
         let previous = fileSystem.served
         let old = previous.manager
         let io = old.io
@@ -137,7 +139,7 @@ extension BundleUpdater {
         await io.run {
             old.retire()
             // Only this revision and the one it replaced keep their file indexes on disk.
-            manager.releaseDroppedIndexes(keepingPrevious: oldManifest.index)
+            manager.releaseDroppedIndexes(keepingPrevious: oldManifest.index, updateBegan: updateBegan)
         }
         // Wake the new purger: packs only the old revision named are purged first.
         manager.purger.wake(.periodicCheck)
