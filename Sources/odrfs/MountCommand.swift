@@ -31,7 +31,7 @@ struct MountCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Cache directory (default: one per origin under ~/.cache/odrfs, or /var/cache/odrfs for root).")
     var cache: String?
 
-    @Option(name: .long, help: "Cache budget (e.g. 500M, 2G): above it, unused packs are purged (lowest preservation priority, then least recently used) down to 75 %.")
+    @Option(name: .long, help: "Cache budget (e.g. 500M, 2G), counting packs, their passthrough copies and the file indexes and manifest the mount keeps: above it, unused packs are purged (lowest preservation priority, then least recently used) down to 75 %.")
     var cacheSize: ByteCountArgument?
 
     @Option(name: .long, help: "Keep at least this much free on the cache's filesystem (e.g. 1G); purges down to 125 % of it.")
