@@ -27,6 +27,10 @@ enum FuzzTarget: String, CaseIterable, Sendable {
     case frames
     /// An access trace (`odrfs trace` output), as `odrfs build --prefetch-from` reads it.
     case trace
+    /// `/proc/self/mountinfo`, whose paths and sources any user who mounts picks.
+    case mounttable
+    /// Command-line values: sizes, `--expires`, `--compress`, `--metrics ADDR:PORT`.
+    case options
 
     /// The target named by ODRFS_FUZZ_TARGET; the process exits with a usage message if none.
     static let selected: FuzzTarget = {
@@ -51,6 +55,8 @@ enum FuzzTarget: String, CaseIterable, Sendable {
         case .signature: SignatureTarget.run(bytes)
         case .frames: FramesTarget.run(bytes)
         case .trace: TraceTarget.run(Data(bytes))
+        case .mounttable: MountTableTarget.run(bytes)
+        case .options: OptionsTarget.run(String(decoding: bytes, as: UTF8.self))
         }
     }
 }
