@@ -25,7 +25,7 @@ struct OriginAddress: Sendable {
             throw FetchError(.invalidOrigin, "the origin URL \(Self.redacted(argument)) contains credentials; put a bearer token in a file and pass --token-file instead")
         }
         self.scheme = scheme
-        self.host = host
+        self.host = Self.bareHost(host)
         self.port = components.port
         var path = components.percentEncodedPath
         while path.hasSuffix("/") { path.removeLast() }
@@ -56,8 +56,14 @@ struct OriginAddress: Sendable {
     /// (a redirect to a CDN or object store must not carry it along).
     func isSameOrigin(_ url: String) -> Bool {
         guard let other = URLComponents(string: url) else { return false }
-        return other.scheme?.lowercased() == scheme && other.host?.lowercased() == host.lowercased()
+        return other.scheme?.lowercased() == scheme && other.host.map(Self.bareHost)?.lowercased() == host.lowercased()
             && (other.port ?? Self.defaultPort(scheme)) == (port ?? Self.defaultPort(scheme))
+    }
+
+    /// An IPv6 literal without its brackets: URLComponents keeps them in `host`, and
+    /// ``displayName`` adds them back (otherwise URLs read `http://[[::1]]:8080/…`).
+    private static func bareHost(_ host: String) -> String {
+        host.count >= 2 && host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
     }
 
     private static func defaultPort(_ scheme: String) -> Int {

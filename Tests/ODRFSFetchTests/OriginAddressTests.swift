@@ -17,6 +17,18 @@ import TestSupport
         #expect(try OriginAddress("http://host").isSameOrigin("http://host:80/x"))
     }
 
+    // Found by the `originurl` fuzz target: URLComponents keeps an IPv6 literal's brackets
+    // in `host`, so every URL built was `http://[[::1]]:9000/…`, and no URL on the origin
+    // itself counted as the same origin (its token was never sent).
+    @Test func ipv6LiteralOrigin() throws {
+        let address = try OriginAddress("http://[::1]:9000/dist?k=v")
+        #expect(address.displayName == "http://[::1]:9000/dist")
+        #expect(address.url(for: "manifest.json") == "http://[::1]:9000/dist/manifest.json?k=v")
+        #expect(address.isSameOrigin("http://[::1]:9000/other"))
+        #expect(!address.isSameOrigin("http://[::2]:9000/other"))
+        #expect(try OriginAddress(address.displayName).displayName == address.displayName)
+    }
+
     @Test func credentialsInTheURLAreRefusedWithoutEchoingThem() {
         let error = #expect(throws: FetchError.self) { try OriginAddress("https://alice:hunter2@host/dist") }
         #expect(error?.kind == .invalidOrigin)

@@ -31,6 +31,8 @@ enum FuzzTarget: String, CaseIterable, Sendable {
     case mounttable
     /// Command-line values: sizes, `--expires`, `--compress`, `--metrics ADDR:PORT`.
     case options
+    /// An origin or mirror URL, and a file URL built inside it from a manifest's path.
+    case originurl
 
     /// The target named by ODRFS_FUZZ_TARGET; the process exits with a usage message if none.
     static let selected: FuzzTarget = {
@@ -57,6 +59,7 @@ enum FuzzTarget: String, CaseIterable, Sendable {
         case .trace: TraceTarget.run(Data(bytes))
         case .mounttable: MountTableTarget.run(bytes)
         case .options: OptionsTarget.run(String(decoding: bytes, as: UTF8.self))
+        case .originurl: OriginURLTarget.run(String(decoding: bytes, as: UTF8.self))
         }
     }
 }
