@@ -31,7 +31,7 @@ struct MountTableTests {
         _ = MountTable(parsing: line)
     }
 
-    // Found by the `mounttable` fuzz target: split as Characters, U+0600 (a prepend mark)
+    // What the `mounttable` fuzz target checks. Split as Characters, U+0600 (a prepend mark)
     // glued the mountpoint to the options after it, and U+0301 (a combining mark) the type
     // to the source after it; the user who mounts picks both.
     @Test("a mountpoint ending in a prepend mark and a source starting with a combining mark read back exactly")

@@ -17,7 +17,7 @@ import TestSupport
         #expect(try OriginAddress("http://host").isSameOrigin("http://host:80/x"))
     }
 
-    // Found by the `originurl` fuzz target: URLComponents keeps an IPv6 literal's brackets
+    // What the `originurl` fuzz target checks (a seed tripped it): URLComponents keeps an IPv6 literal's brackets
     // in `host`, so every URL built was `http://[[::1]]:9000/…`, and no URL on the origin
     // itself counted as the same origin (its token was never sent).
     @Test func ipv6LiteralOrigin() throws {

@@ -14,7 +14,7 @@ struct MetricsAddressTests {
         #expect(address.flatMap { MetricsAddress($0.description) } == address, "what parses reads back from its description")
     }
 
-    // Found by the `options` fuzz target: "[[x]]:1" parsed to host "[x]", whose description
+    // What the `options` fuzz target checks (what parses reads back): "[[x]]:1" parsed to host "[x]", whose description
     // "[x]:1" parses to host "x".
     @Test("hosts that are no host name or address are refused", arguments: [
         "[[x]]:1", "[x:1", "a b:1", "a/b:1", "a\tb:1", "é:1", "host:65536", "host:", "9464",

@@ -33,6 +33,8 @@ enum FuzzTarget: String, CaseIterable, Sendable {
     case options
     /// An origin or mirror URL, and a file URL built inside it from a manifest's path.
     case originurl
+    /// A request target sent to `odrfs serve`, checked before any file is looked up.
+    case requestpath
 
     /// The target named by ODRFS_FUZZ_TARGET; the process exits with a usage message if none.
     static let selected: FuzzTarget = {
@@ -60,6 +62,7 @@ enum FuzzTarget: String, CaseIterable, Sendable {
         case .mounttable: MountTableTarget.run(bytes)
         case .options: OptionsTarget.run(String(decoding: bytes, as: UTF8.self))
         case .originurl: OriginURLTarget.run(String(decoding: bytes, as: UTF8.self))
+        case .requestpath: RequestPathTarget.run(String(decoding: bytes, as: UTF8.self))
         }
     }
 }
