@@ -24,8 +24,14 @@ struct OriginAddress: Sendable {
         guard components.user == nil, components.password == nil else {
             throw FetchError(.invalidOrigin, "the origin URL \(Self.redacted(argument)) contains credentials; put a bearer token in a file and pass --token-file instead")
         }
+        // URLComponents percent-decodes the host ("h%20x" is "h x"), which no URL built from
+        // it could hold: only what a host name or IP address (with a %zone) holds passes.
+        let bare = Self.bareHost(host)
+        guard !bare.isEmpty, bare.unicodeScalars.allSatisfy(Self.isHostScalar) else {
+            throw FetchError(.invalidOrigin, "not a valid host in \(Self.redacted(argument)) (letters, digits, '.', '-', ':'; punycode for other names)")
+        }
         self.scheme = scheme
-        self.host = Self.bareHost(host)
+        self.host = bare
         self.port = components.port
         var path = components.percentEncodedPath
         while path.hasSuffix("/") { path.removeLast() }
@@ -64,6 +70,13 @@ struct OriginAddress: Sendable {
     /// ``displayName`` adds them back (otherwise URLs read `http://[[::1]]:8080/…`).
     private static func bareHost(_ host: String) -> String {
         host.count >= 2 && host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+    }
+
+    private static func isHostScalar(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar {
+        case "a"..."z", "A"..."Z", "0"..."9", ".", "-", "_", ":", "%": true
+        default: false
+        }
     }
 
     private static func defaultPort(_ scheme: String) -> Int {

@@ -29,6 +29,15 @@ import TestSupport
         #expect(try OriginAddress(address.displayName).displayName == address.displayName)
     }
 
+    // The `originurl` fuzz target found this: URLComponents percent-decodes the host, so
+    // "https://h'a%20b/" had the host "h'a b", and every URL built from it was malformed.
+    @Test func hostsThatNoURLCanHoldAreRefused() {
+        for bad in ["https://h'a%20b/", "http://h%2Fx/dist", "http://a%40b/", "http://[::1%0A]/"] {
+            #expect(throws: FetchError.self, "\(bad)") { try OriginAddress(bad) }
+        }
+        #expect(try OriginAddress("http://my_host-1.example:8/").host == "my_host-1.example")
+    }
+
     @Test func credentialsInTheURLAreRefusedWithoutEchoingThem() {
         let error = #expect(throws: FetchError.self) { try OriginAddress("https://alice:hunter2@host/dist") }
         #expect(error?.kind == .invalidOrigin)
