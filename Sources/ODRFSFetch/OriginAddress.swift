@@ -25,10 +25,13 @@ struct OriginAddress: Sendable {
             throw FetchError(.invalidOrigin, "the origin URL \(Self.redacted(argument)) contains credentials; put a bearer token in a file and pass --token-file instead")
         }
         // URLComponents percent-decodes the host ("h%20x" is "h x"), which no URL built from
-        // it could hold: only what a host name or IP address (with a %zone) holds passes.
+        // it could hold: only a host name or IPv4 address (letters, digits, '.', '-', '_'),
+        // or an IPv6 literal in brackets (hex digits, ':', '.'), passes.
         let bare = Self.bareHost(host)
-        guard !bare.isEmpty, bare.unicodeScalars.allSatisfy(Self.isHostScalar) else {
-            throw FetchError(.invalidOrigin, "not a valid host in \(Self.redacted(argument)) (letters, digits, '.', '-', ':'; punycode for other names)")
+        let isIPv6 = bare != host
+        guard !bare.isEmpty, bare.contains(":") == isIPv6,
+              bare.unicodeScalars.allSatisfy({ isIPv6 ? Self.isIPv6Scalar($0) : Self.isHostScalar($0) }) else {
+            throw FetchError(.invalidOrigin, "not a valid host in \(Self.redacted(argument)) (a host name, IPv4 address or [IPv6] literal; punycode for other names)")
         }
         self.scheme = scheme
         self.host = bare
@@ -74,7 +77,14 @@ struct OriginAddress: Sendable {
 
     private static func isHostScalar(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar {
-        case "a"..."z", "A"..."Z", "0"..."9", ".", "-", "_", ":", "%": true
+        case "a"..."z", "A"..."Z", "0"..."9", ".", "-", "_": true
+        default: false
+        }
+    }
+
+    private static func isIPv6Scalar(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar {
+        case "a"..."f", "A"..."F", "0"..."9", ":", ".": true
         default: false
         }
     }
