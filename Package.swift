@@ -214,7 +214,7 @@ let package = Package(
         ]),
         .testTarget(name: "ODRFSMountTests", dependencies: [
             "ODRFSMount", "ODRFSCore", "ODRFSStore", "ODRFSFetch", "ODRFSBuild", "ODRFSRuntime", "CFuse3", "TestSupport",
-            "ODRFSCompression",
+            "ODRFSCompression", "ODRFSMetrics",
             "FaultOriginSupport",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "Crypto", package: "swift-crypto"),

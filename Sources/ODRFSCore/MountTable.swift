@@ -7,6 +7,12 @@ import Foundation
 /// the kernel escapes space, tab, newline and backslash in paths as octal `\ooo`, which
 /// are unescaped here, so a mountpoint with a space compares equal to its real path.
 /// Malformed lines are skipped, never trusted.
+///
+/// The file is split as bytes, on the bytes `\n` and space, never as Swift `Character`s:
+/// any user may mount at (or name a mount source) with any bytes, and a `Character` split
+/// would glue a field to its neighbour when it ends in a prepend mark or the next starts
+/// with a combining one, or a line to the next when it ends in `\r`. Bytes that are not
+/// UTF-8 spoil only their own field (decoded with replacement characters), not the table.
 public struct MountTable: Sendable {
     /// One mounted filesystem.
     public struct Entry: Sendable, Equatable {
@@ -31,12 +37,18 @@ public struct MountTable: Sendable {
 
     /// Parses the text of a mountinfo file.
     public init(parsing text: String) {
-        entries = text.split(separator: "\n").compactMap(Self.parseLine)
+        self.init(parsing: Array(text.utf8))
+    }
+
+    /// Parses the bytes of a mountinfo file, which need not be UTF-8.
+    public init(parsing bytes: [UInt8]) {
+        entries = bytes.split(separator: UInt8(ascii: "\n")).compactMap(Self.parseLine)
     }
 
     /// The current process's mount table (one read of `/proc/self/mountinfo`; empty if unreadable).
     public static func current() -> MountTable {
-        MountTable(parsing: (try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)) ?? "")
+        let data = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/self/mountinfo"))) ?? Data()
+        return MountTable(parsing: Array(data))
     }
 
     /// The last (topmost) mount at `mountpoint`, if any.
@@ -44,24 +56,26 @@ public struct MountTable: Sendable {
         entries.last { $0.mountpoint == mountpoint }
     }
 
-    private static func parseLine(_ line: Substring) -> Entry? {
-        let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-        guard fields.count >= 7, let separator = fields.firstIndex(of: "-"), separator >= 6,
-              separator + 2 < fields.count else { return nil }
+    private static func parseLine(_ line: ArraySlice<UInt8>) -> Entry? {
+        let fields = line.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: true)
+        guard fields.count >= 7, let separator = fields.firstIndex(where: { $0.elementsEqual([UInt8(ascii: "-")]) }),
+              separator >= 6, separator + 2 < fields.count else { return nil }
         return Entry(
-            device: String(fields[2]),
+            device: String(decoding: fields[2], as: UTF8.self),
             mountpoint: unescape(fields[4]),
-            filesystemType: String(fields[separator + 1]),
+            filesystemType: unescape(fields[separator + 1]),
             source: unescape(fields[separator + 2]),
-            superOptions: separator + 3 < fields.count ? fields[separator + 3].split(separator: ",").map(String.init) : []
+            superOptions: separator + 3 < fields.count
+                ? fields[separator + 3].split(separator: UInt8(ascii: ",")).map { String(decoding: $0, as: UTF8.self) }
+                : []
         )
     }
 
-    /// `\ooo` octal escapes back to bytes; anything else is kept as is.
-    static func unescape(_ field: Substring) -> String {
-        guard field.contains("\\") else { return String(field) }
+    /// `\ooo` octal escapes back to bytes, then UTF-8 (invalid sequences become U+FFFD).
+    static func unescape(_ field: ArraySlice<UInt8>) -> String {
+        guard field.contains(UInt8(ascii: "\\")) else { return String(decoding: field, as: UTF8.self) }
         var bytes: [UInt8] = []
-        var rest = Array(field.utf8)[...]
+        var rest = field
         while let byte = rest.popFirst() {
             if byte == UInt8(ascii: "\\"), rest.count >= 3,
                rest.prefix(3).allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "7")).contains($0) }) {

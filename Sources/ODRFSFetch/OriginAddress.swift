@@ -24,8 +24,17 @@ struct OriginAddress: Sendable {
         guard components.user == nil, components.password == nil else {
             throw FetchError(.invalidOrigin, "the origin URL \(Self.redacted(argument)) contains credentials; put a bearer token in a file and pass --token-file instead")
         }
+        // URLComponents percent-decodes the host ("h%20x" is "h x"), which no URL built from
+        // it could hold: only a host name or IPv4 address (letters, digits, '.', '-', '_'),
+        // or an IPv6 literal in brackets (hex digits, ':', '.'), passes.
+        let bare = Self.bareHost(host)
+        let isIPv6 = bare != host
+        guard !bare.isEmpty, bare.contains(":") == isIPv6,
+              bare.unicodeScalars.allSatisfy({ isIPv6 ? Self.isIPv6Scalar($0) : Self.isHostScalar($0) }) else {
+            throw FetchError(.invalidOrigin, "not a valid host in \(Self.redacted(argument)) (a host name, IPv4 address or [IPv6] literal; punycode for other names)")
+        }
         self.scheme = scheme
-        self.host = host
+        self.host = bare
         self.port = components.port
         var path = components.percentEncodedPath
         while path.hasSuffix("/") { path.removeLast() }
@@ -56,8 +65,28 @@ struct OriginAddress: Sendable {
     /// (a redirect to a CDN or object store must not carry it along).
     func isSameOrigin(_ url: String) -> Bool {
         guard let other = URLComponents(string: url) else { return false }
-        return other.scheme?.lowercased() == scheme && other.host?.lowercased() == host.lowercased()
+        return other.scheme?.lowercased() == scheme && other.host.map(Self.bareHost)?.lowercased() == host.lowercased()
             && (other.port ?? Self.defaultPort(scheme)) == (port ?? Self.defaultPort(scheme))
+    }
+
+    /// An IPv6 literal without its brackets: URLComponents keeps them in `host`, and
+    /// ``displayName`` adds them back (otherwise URLs read `http://[[::1]]:8080/…`).
+    private static func bareHost(_ host: String) -> String {
+        host.count >= 2 && host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+    }
+
+    private static func isHostScalar(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar {
+        case "a"..."z", "A"..."Z", "0"..."9", ".", "-", "_": true
+        default: false
+        }
+    }
+
+    private static func isIPv6Scalar(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar {
+        case "a"..."f", "A"..."F", "0"..."9", ":", ".": true
+        default: false
+        }
     }
 
     private static func defaultPort(_ scheme: String) -> Int {

@@ -106,30 +106,14 @@ struct DistDirectory: Sendable {
         return ServedFile(descriptor: fd, status: info)
     }
 
-    /// Validates the raw target and returns the decoded path relative to the root.
+    /// Validates the raw target and returns the decoded path relative to the root
+    /// (``RequestPath``).
     static func relativePath(of target: String) throws(Refusal) -> String {
-        guard target.hasPrefix("/") else {
-            throw Refusal(status: .badRequest, reason: "not an origin-form path")
+        switch RequestPath.relative(target) {
+        case .success(let path): return path
+        case .failure(.malformed(let reason)): throw Refusal(status: .badRequest, reason: reason)
+        case .failure(.hidden): throw Refusal(status: .notFound, reason: "hidden file")
         }
-        guard let decoded = target.removingPercentEncoding else {
-            throw Refusal(status: .badRequest, reason: "invalid percent encoding")
-        }
-        guard !decoded.contains("\0"), !decoded.contains("\\") else {
-            throw Refusal(status: .badRequest, reason: "NUL or backslash in path")
-        }
-        let segments = decoded.dropFirst().split(separator: "/", omittingEmptySubsequences: false)
-        for segment in segments {
-            if segment == ".." || segment == "." {
-                throw Refusal(status: .badRequest, reason: "dot segment in path")
-            }
-            if segment.isEmpty {
-                throw Refusal(status: .badRequest, reason: "empty segment in path")
-            }
-            if segment.hasPrefix(".") {
-                throw Refusal(status: .notFound, reason: "hidden file")
-            }
-        }
-        return segments.joined(separator: "/")
     }
 
     private static func resolve(_ path: String) -> String? {

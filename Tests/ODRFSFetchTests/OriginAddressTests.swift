@@ -17,6 +17,27 @@ import TestSupport
         #expect(try OriginAddress("http://host").isSameOrigin("http://host:80/x"))
     }
 
+    // What the `originurl` fuzz target checks (a seed tripped it): URLComponents keeps an IPv6 literal's brackets
+    // in `host`, so every URL built was `http://[[::1]]:9000/…`, and no URL on the origin
+    // itself counted as the same origin (its token was never sent).
+    @Test func ipv6LiteralOrigin() throws {
+        let address = try OriginAddress("http://[::1]:9000/dist?k=v")
+        #expect(address.displayName == "http://[::1]:9000/dist")
+        #expect(address.url(for: "manifest.json") == "http://[::1]:9000/dist/manifest.json?k=v")
+        #expect(address.isSameOrigin("http://[::1]:9000/other"))
+        #expect(!address.isSameOrigin("http://[::2]:9000/other"))
+        #expect(try OriginAddress(address.displayName).displayName == address.displayName)
+    }
+
+    // The `originurl` fuzz target found this: URLComponents percent-decodes the host, so
+    // "https://h'a%20b/" had the host "h'a b", and every URL built from it was malformed.
+    @Test func hostsThatNoURLCanHoldAreRefused() throws {
+        for bad in ["https://h'a%20b/", "http://h%2Fx/dist", "http://a%40b/", "http://[::1%0A]/", "http://[th%t%t%%4]", "http://[fe80::1%25eth0]/", "http://[abc]/"] {
+            #expect(throws: FetchError.self, "\(bad)") { try OriginAddress(bad) }
+        }
+        #expect(try OriginAddress("http://my_host-1.example:8/").host == "my_host-1.example")
+    }
+
     @Test func credentialsInTheURLAreRefusedWithoutEchoingThem() {
         let error = #expect(throws: FetchError.self) { try OriginAddress("https://alice:hunter2@host/dist") }
         #expect(error?.kind == .invalidOrigin)

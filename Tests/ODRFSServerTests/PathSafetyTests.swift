@@ -52,6 +52,16 @@ struct PathSafetyTests {
         }
     }
 
+    // The `requestpath` fuzz target checks for this. Split as Characters, U+0600 (a prepend mark)
+    // and the `/` after it were one Character, so `x\u{0600}/..` passed as one segment, and
+    // `.` followed by a combining mark was no `.` prefix. The kernel compares bytes.
+    @Test("a dot segment or dot file behind a prepend or combining mark is refused", arguments: [
+        "/x%D8%80/../etc/passwd", "/x\u{0600}/../etc", "/x\u{0600}/.hidden", "/x\u{0600}//y", "/.%CC%81token",
+    ])
+    func graphemesDoNotHideSegments(target: String) {
+        #expect(throws: DistDirectory.Refusal.self) { try DistDirectory.relativePath(of: target) }
+    }
+
     /// The race `realpath` alone loses: a directory inside the dist dir is swapped for a
     /// symlink to the outside between the check and the open. The opened descriptor's own
     /// path gives it away.

@@ -27,6 +27,14 @@ enum FuzzTarget: String, CaseIterable, Sendable {
     case frames
     /// An access trace (`odrfs trace` output), as `odrfs build --prefetch-from` reads it.
     case trace
+    /// `/proc/self/mountinfo`, whose paths and sources any user who mounts picks.
+    case mounttable
+    /// Command-line values: sizes, `--expires`, `--compress`, `--metrics ADDR:PORT`.
+    case options
+    /// An origin or mirror URL, and a file URL built inside it from a manifest's path.
+    case originurl
+    /// A request target sent to `odrfs serve`, checked before any file is looked up.
+    case requestpath
 
     /// The target named by ODRFS_FUZZ_TARGET; the process exits with a usage message if none.
     static let selected: FuzzTarget = {
@@ -51,6 +59,10 @@ enum FuzzTarget: String, CaseIterable, Sendable {
         case .signature: SignatureTarget.run(bytes)
         case .frames: FramesTarget.run(bytes)
         case .trace: TraceTarget.run(Data(bytes))
+        case .mounttable: MountTableTarget.run(bytes)
+        case .options: OptionsTarget.run(String(decoding: bytes, as: UTF8.self))
+        case .originurl: OriginURLTarget.run(String(decoding: bytes, as: UTF8.self))
+        case .requestpath: RequestPathTarget.run(String(decoding: bytes, as: UTF8.self))
         }
     }
 }

@@ -1,0 +1,1 @@
+../../../../Sources/ODRFSMetrics/MetricsAddress.swift

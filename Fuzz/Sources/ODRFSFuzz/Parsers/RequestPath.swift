@@ -1,0 +1,1 @@
+../../../../Sources/ODRFSServer/RequestPath.swift
