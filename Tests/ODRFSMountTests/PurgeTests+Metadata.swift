@@ -25,10 +25,7 @@ extension PurgeTests {
         #expect(manager.cacheStatus().metadataBytes == 1_000)
         try await manager.makeLocal(PackNumber.base)
         for n in 1...3 {
-            tick()
-            try await manager.retain(level(n))
-            manager.release(level(n))
-            manager.purgeForPressure(reason: .manual)
+            try await read(n, with: manager)
         }
         // 4,100 bytes against 3,100: down to the 75 % watermark (2,325), oldest first.
         #expect(localLevels(manager) == [3])

@@ -43,6 +43,14 @@ struct PurgeTests {
 
     func tick() { now.withLock { $0 += 10 } }
     func level(_ n: Int) -> PackNumber { PackNumber(UInt32(n)) }
+    /// One read of Level`n` a tick after the last: retained (fetched if need be) and
+    /// released; then, with `purging`, the purge a fetch under pressure would run.
+    func read(_ n: Int, with manager: ResourceManager, purging: Bool = true) async throws {
+        tick()
+        try await manager.retain(level(n))
+        manager.release(level(n))
+        if purging { manager.purgeForPressure(reason: .manual) }
+    }
     func localLevels(_ manager: ResourceManager) -> [Int] {
         (1...6).filter { manager.state(of: level($0)) != .notDownloaded }
     }
@@ -54,10 +62,7 @@ struct PurgeTests {
         let manager = try makeManager(cache: cache.path, limits: CacheLimits(budget: ByteCount(3_100)))
         try await manager.makeLocal(PackNumber.base)
         for n in 1...6 {
-            tick()
-            try await manager.retain(level(n))
-            manager.release(level(n))
-            manager.purgeForPressure(reason: .manual)
+            try await read(n, with: manager)
             #expect(manager.cacheStatus().cachedBytes <= 3_100, "over budget after reading Level\(n)")
         }
         // The most recently read packs survive; the oldest went first.
@@ -77,9 +82,7 @@ struct PurgeTests {
             let manager = try makeManager(cache: cache.path, limits: limits)
             manager.setPreservationPriority(0.9, for: Tag("Level1"))
             for n in 1...4 {
-                tick()
-                try await manager.retain(level(n))
-                manager.release(level(n))
+                try await read(n, with: manager, purging: false)
             }
             // Fetching Level4 needed room: Level1 is the oldest but has the highest
             // priority, so Level2 and Level3 (priority 0) went instead.
@@ -102,10 +105,7 @@ struct PurgeTests {
         let fd = open(manager.path(of: level(1)), O_RDONLY)
         defer { close(fd) }
         for n in 2...4 {
-            tick()
-            try await manager.retain(level(n))
-            manager.release(level(n))
-            manager.purgeForPressure(reason: .manual)
+            try await read(n, with: manager)
         }
         #expect(manager.state(of: level(1)) == .inUse)
         manager.purgeNow(matching: { _ in true })
