@@ -29,6 +29,11 @@ struct HTTPOriginResumeTests {
         }
     }
 
+    // Seen once (session 6, a full parallel CI run; 20 isolated reruns passed): this test
+    // passed its time limit and never returned. No socket was left open in the process and
+    // every thread was idle, so an await was never resumed: AsyncHTTPClient's body stream
+    // after the server's early close, or HTTPClient.shutdown() after it. Not reproduced yet;
+    // an async backtrace of a hung run would tell which (see the issue notes).
     @Test func truncatedBodyResumesFromItsOffset() async throws {
         try await withFaultOrigin { server in
             server.setFile(path, file)
