@@ -30,8 +30,7 @@ struct AsyncReplyTests {
     @Test(arguments: [SIGINT, SIGKILL])
     func interruptReleasesAnOpenThatNeverCompletes(signal: Int32) async throws {
         try await withTestMount { mount in
-            let cat = try RunningTool("/usr/bin/cat", [mount.path("hang.txt")])
-            #expect(await waitUntil(timeout: 5) { mount.fileSystem.events.withLock { $0.hangOpenArrived } })
+            let cat = try await mount.catWaitingInHangingOpen()
             cat.signal(signal)
             let result = await cat.wait(timeout: 5)
             #expect(!result.timedOut, "cat must exit once interrupted")
@@ -51,8 +50,7 @@ struct AsyncReplyTests {
 
     @Test func teardownAnswersPendingDeferredRequests() async throws {
         let mount = try TestMount()
-        let cat = try RunningTool("/usr/bin/cat", [mount.path("hang.txt")])
-        #expect(await waitUntil(timeout: 5) { mount.fileSystem.events.withLock { $0.hangOpenArrived } })
+        let cat = try await mount.catWaitingInHangingOpen()
         #expect(mount.session.pendingDeferredRequestCount == 1)
         await mount.stop()
         let result = await cat.wait(timeout: 5)

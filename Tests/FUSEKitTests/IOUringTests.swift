@@ -49,8 +49,7 @@ struct IOUringTests {
             let slow = await runTool("/usr/bin/cat", [mount.path("slow.txt")], timeout: 10)
             #expect(slow.stdout == "slow but steady\n", "\(slow.stderr)")
             // Answered only on interrupt: INTERRUPT comes on /dev/fuse, the reply goes to the ring.
-            let cat = try RunningTool("/usr/bin/cat", [mount.path("hang.txt")])
-            #expect(await waitUntil(timeout: 5) { mount.fileSystem.events.withLock { $0.hangOpenArrived } })
+            let cat = try await mount.catWaitingInHangingOpen()
             cat.signal(SIGINT)
             let result = await cat.wait(timeout: 5)
             #expect(!result.timedOut, "cat must exit once interrupted")
@@ -64,13 +63,8 @@ struct IOUringTests {
         try await withTestMount(passthrough: true, ioUring: true) { mount in
             guard await Self.waitForRing(mount) else { return }
             #expect(await waitUntil(timeout: 5) { mount.session.passthrough.status == .available })
-            let reference = mount.directory + ".reference"
-            _ = FileManager.default.createFile(atPath: reference, contents: Data(TestMount.bigContents))
-            defer { unlink(reference) }
             // The open reply carrying FOPEN_PASSTHROUGH and the backing id is committed through the ring.
-            let result = await runTool("/usr/bin/python3", ["-c", PassthroughTests.readAndMap, mount.path("big.bin"), reference], timeout: 20)
-            #expect(result.stdout == "ok\n", "\(result.stderr)")
-            #expect(mount.fileSystem.events.withLock { $0.descriptorReads } == 0, "passthrough reads must not reach the daemon")
+            await mount.expectPassthroughReadAndMap()
         }
     }
 
@@ -80,8 +74,7 @@ struct IOUringTests {
             await mount.stop()
             return
         }
-        let cat = try RunningTool("/usr/bin/cat", [mount.path("hang.txt")])
-        #expect(await waitUntil(timeout: 5) { mount.fileSystem.events.withLock { $0.hangOpenArrived } })
+        let cat = try await mount.catWaitingInHangingOpen()
         await mount.stop()
         let result = await cat.wait(timeout: 5)
         #expect(!result.timedOut)

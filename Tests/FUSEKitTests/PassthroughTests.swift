@@ -25,12 +25,7 @@ struct PassthroughTests {
             // INIT is answered once the loop runs, a moment after mount returns.
             let negotiated = await waitUntil(timeout: 5) { mount.session.passthrough.status == .available }
             #expect(negotiated, "this kernel (6.9+, CONFIG_FUSE_PASSTHROUGH) offers passthrough; got \(mount.session.passthrough.status)")
-            let reference = mount.directory + ".reference"
-            _ = FileManager.default.createFile(atPath: reference, contents: Data(TestMount.bigContents))
-            defer { unlink(reference) }
-            let result = await runTool("/usr/bin/python3", ["-c", Self.readAndMap, mount.path("big.bin"), reference], timeout: 20)
-            #expect(result.stdout == "ok\n", "\(result.stderr)")
-            #expect(mount.fileSystem.events.withLock { $0.descriptorReads } == 0, "passthrough reads must not reach the daemon")
+            await mount.expectPassthroughReadAndMap()
             // The last release unregisters the inode's backing id.
             #expect(await waitUntil(timeout: 5) { mount.session.passthrough.registeredCount == 0 })
         }

@@ -135,3 +135,24 @@ func waitUntil(timeout: Double, _ condition: () -> Bool) async -> Bool {
     }
     return true
 }
+
+extension TestMount {
+    /// Starts `cat` on `hang.txt`, whose open the test filesystem never answers by itself,
+    /// and waits until the open reached the filesystem.
+    func catWaitingInHangingOpen() async throws -> RunningTool {
+        let cat = try RunningTool("/usr/bin/cat", [path("hang.txt")])
+        #expect(await waitUntil(timeout: 5) { self.fileSystem.events.withLock { $0.hangOpenArrived } })
+        return cat
+    }
+
+    /// Reads `big.bin` with read(2) and through mmap(2) and compares it with its contents;
+    /// with passthrough engaged, no read may reach the filesystem.
+    func expectPassthroughReadAndMap() async {
+        let reference = directory + ".reference"
+        _ = FileManager.default.createFile(atPath: reference, contents: Data(TestMount.bigContents))
+        defer { unlink(reference) }
+        let result = await runTool("/usr/bin/python3", ["-c", PassthroughTests.readAndMap, path("big.bin"), reference], timeout: 20)
+        #expect(result.stdout == "ok\n", "\(result.stderr)")
+        #expect(fileSystem.events.withLock { $0.descriptorReads } == 0, "passthrough reads must not reach the daemon")
+    }
+}
