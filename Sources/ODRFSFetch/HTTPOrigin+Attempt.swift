@@ -92,16 +92,13 @@ extension HTTPOrigin {
         throw .fatal(FetchError(.unreachable, "more than \(Self.maxRedirects) redirects for \(shown)"))
     }
 
-    /// Where a redirect's `Location` leads, resolved against the URL that answered. Only
-    /// http and https are followed: AsyncHTTPClient also speaks `http+unix://` and
-    /// `https+unix://`, and a hostile origin must not make the daemon talk to a local socket.
+    /// Where a redirect's `Location` leads, validated as an origin URL is
+    /// (``OriginAddress/redirectTarget(_:from:)``); a refused target fails the fetch.
     static func redirectTarget(_ location: String, from current: String, shown: String) throws(AttemptFailure) -> String {
-        guard let next = URL(string: location, relativeTo: URL(string: current))?.absoluteURL else {
-            throw .fatal(FetchError(.unreachable, "\(shown) redirects to '\(location)', which is not a URL"))
+        do {
+            return try OriginAddress.redirectTarget(location, from: current)
+        } catch {
+            throw .fatal(FetchError(error.kind, "\(shown): \(error.message)"))
         }
-        guard let scheme = next.scheme?.lowercased(), scheme == "http" || scheme == "https", next.host != nil else {
-            throw .fatal(FetchError(.unreachable, "\(shown) redirects to '\(location)'; only http and https redirects are followed"))
-        }
-        return next.absoluteString
     }
 }

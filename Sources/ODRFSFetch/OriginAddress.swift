@@ -33,6 +33,13 @@ struct OriginAddress: Sendable {
               bare.unicodeScalars.allSatisfy({ isIPv6 ? Self.isIPv6Scalar($0) : Self.isHostScalar($0) }) else {
             throw FetchError(.invalidOrigin, "not a valid host in \(Self.redacted(argument)) (a host name, IPv4 address or [IPv6] literal; punycode for other names)")
         }
+        // A port outside 1-65535 traps inside swift-nio's SocketAddress (a SIGILL that kills the
+        // daemon), and one too long for an Int parses as no port at all, silently meaning 80/443.
+        if let text = components.string, let range = components.rangeOfPort, !text[range].isEmpty {
+            guard let port = components.port, Self.validPorts.contains(port) else {
+                throw FetchError(.invalidOrigin, "not a valid port in \(Self.redacted(argument)) (1-65535)")
+            }
+        }
         self.scheme = scheme
         self.host = bare
         self.port = components.port
@@ -41,6 +48,9 @@ struct OriginAddress: Sendable {
         self.basePath = path
         self.query = components.percentEncodedQuery.flatMap { $0.isEmpty ? nil : $0 }
     }
+
+    /// The ports a URL may name: swift-nio traps on anything else.
+    static let validPorts = 1...65535
 
     /// scheme://host[:port]/path: no userinfo, no query.
     var displayName: String {
@@ -71,7 +81,7 @@ struct OriginAddress: Sendable {
 
     /// An IPv6 literal without its brackets: URLComponents keeps them in `host`, and
     /// ``displayName`` adds them back (otherwise URLs read `http://[[::1]]:8080/…`).
-    private static func bareHost(_ host: String) -> String {
+    static func bareHost(_ host: String) -> String {
         host.count >= 2 && host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
     }
 

@@ -54,6 +54,10 @@ public struct ProxySettings: Sendable, Codable, Equatable {
             throw FetchError(.invalidOrigin, "the proxy '\(Self.redacted(text))' is not an http://host:port URL")
         }
         let port = components.port ?? 80
+        // swift-nio traps on a port outside 1-65535.
+        guard OriginAddress.validPorts.contains(port) else {
+            throw FetchError(.invalidOrigin, "the proxy '\(Self.redacted(text))' has no valid port (1-65535)")
+        }
         if let user = components.user {
             let password = components.password ?? ""
             return .server(host: proxyHost, port: port, authorization: .basic(username: user.removingPercentEncoding ?? user,

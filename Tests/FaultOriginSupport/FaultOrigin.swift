@@ -94,6 +94,18 @@ public final class FaultOrigin: Sendable {
         state.withLock { $0.files[path] = bytes }
     }
 
+    /// Every regular file under `directory` (a dist dir), at its path relative to it.
+    public func setFiles(from directory: String) throws {
+        let manager = FileManager.default
+        guard let walker = manager.enumerator(atPath: directory) else { throw CocoaError(.fileReadNoSuchFile) }
+        while let relative = walker.nextObject() as? String {
+            let full = directory + "/" + relative
+            var isDirectory: ObjCBool = false
+            guard manager.fileExists(atPath: full, isDirectory: &isDirectory), !isDirectory.boolValue else { continue }
+            setFile("/" + relative, Array(try Data(contentsOf: URL(fileURLWithPath: full))))
+        }
+    }
+
     /// Behaviours for the next requests of `path`, in order; afterwards `.serve`.
     public func script(_ path: String, _ behaviours: [Behaviour]) {
         state.withLock { $0.scripts[path] = behaviours }

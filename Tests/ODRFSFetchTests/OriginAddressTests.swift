@@ -36,6 +36,11 @@ import TestSupport
             #expect(throws: FetchError.self, "\(bad)") { try OriginAddress(bad) }
         }
         #expect(try OriginAddress("http://my_host-1.example:8/").host == "my_host-1.example")
+        // swift-nio traps on a port outside 1-65535: an origin or mirror URL naming one is refused.
+        for bad in ["http://127.0.0.1:99999/", "http://h:0/", "http://[::1]:65536/", "http://h:99999999999999999999/"] {
+            #expect(throws: FetchError.self, "\(bad)") { try OriginAddress(bad) }
+        }
+        #expect(try OriginAddress("http://h:65535/").port == 65535)
     }
 
     @Test func credentialsInTheURLAreRefusedWithoutEchoingThem() {
