@@ -40,9 +40,10 @@ extension HTTPOrigin {
                     skip -= Int64(dropped)
                 }
                 guard chunk.readableBytes > 0 else { continue }
-                // Progress is new bytes only: a server that ignores Range and stalls again in the
-                // part already received would otherwise keep the fetch alive forever.
-                transfer.lastProgress = .now
+                // Progress is new bytes only, at the low-speed limit: a server that ignores Range
+                // and stalls again in the part already received, or one that sends a trickle on
+                // every attempt, would otherwise keep the fetch alive for ever.
+                transfer.recordProgress(Int64(chunk.readableBytes))
                 guard transfer.delivered + Int64(chunk.readableBytes) <= expectedBytes.value else {
                     throw AttemptFailure.fatal(FetchError(.corrupt, "\(shown) on the origin is larger than the \(expectedBytes.value) bytes expected"))
                 }

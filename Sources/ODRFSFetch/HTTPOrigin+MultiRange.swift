@@ -16,9 +16,11 @@ extension HTTPOrigin {
     ///   — the bytes are already on their way; otherwise the body is dropped and the
     ///   ranges fetched one request each. The origin remembers it
     ///   (``ignoresMultipleRanges``); later calls send one range request per range.
-    /// A failed attempt (the body broke off, 5xx) is retried up to three times in a row
-    /// without progress, each asking only for the bytes not yet delivered, so `consume`
-    /// never sees a byte twice. A malformed body fails as `.corrupt`, never traps.
+    /// A failed attempt (the body broke off, 5xx) is retried, each time asking only for the
+    /// bytes not yet delivered, so `consume` never sees a byte twice: up to three times in a
+    /// row without a new byte, and while the fetch deadline has not passed since the last
+    /// progress at the low-speed limit (``ProgressMark``: a server that sends a few bytes and
+    /// resets on every attempt is no progress). A malformed body fails as `.corrupt`, never traps.
     public func download(
         _ path: String,
         ranges: [Range<Int64>],
@@ -45,6 +47,7 @@ extension HTTPOrigin {
         let shown = address.displayURL(for: path)
         var remaining = remaining
         var failuresInARow = 0
+        var progress = ProgressMark(lowSpeedLimit: lowSpeedLimit)
         while !remaining.isEmpty {
             if ignoresMultipleRanges.withLock({ $0 }) {
                 return try await downloadEachRange(path, ranges: remaining.ranges, fileBytes: fileBytes, into: consume)
@@ -62,8 +65,12 @@ extension HTTPOrigin {
                 case .transient(let text, _), .unreachable(let text): reason = text
                 }
                 failuresInARow = remaining.byteCount < before ? 1 : failuresInARow + 1
+                progress.credit(before - remaining.byteCount)
                 guard failuresInARow < 3 else {
                     throw FetchError(.unreachable, "cannot fetch \(remaining.ranges.count) range(s) of \(shown) after 3 attempts: \(reason)")
+                }
+                guard ContinuousClock.now < progress.instant + fetchDeadline else {
+                    throw FetchError(.unreachable, "cannot fetch \(remaining.ranges.count) range(s) of \(shown): no progress for \(fetchDeadline) (--fetch-timeout; a transfer slower than \(lowSpeedLimit.value) bytes/s, --low-speed-limit, is none); last error: \(reason)")
                 }
                 logger.notice("multi-range fetch failed; retrying the rest", metadata: [
                     "fetch.url": "\(shown)", "fetch.ranges_left": "\(remaining.ranges.count)", "fetch.error": "\(reason)",

@@ -37,7 +37,9 @@ extension HTTPOrigin {
                     lastReason = reason
                     logger.notice("range fetch failed; retrying", metadata: ["fetch.url": "\(shown)", "fetch.attempt": "\(attempt)",
                                                                              "fetch.error": "\(reason)"])
-                    try? await Task.sleep(for: .milliseconds(200 * attempt))
+                    do { try await Task.sleep(for: .milliseconds(200 * attempt)) } catch {
+                        throw FetchError(.cancelled, "fetch of \(shown) was cancelled")
+                    }
                 }
             }
         }

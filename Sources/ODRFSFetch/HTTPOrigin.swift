@@ -17,7 +17,8 @@ import Synchronization
 ///   changed) has the bytes already delivered skipped, so `consume` never sees a byte twice;
 ///   if the file did change, the caller's verification rejects the result.
 /// - Transient failures (refused, reset, timeouts, 5xx, short bodies) are retried with
-///   exponential backoff and jitter until `fetchDeadline` passes without a new byte; then
+///   exponential backoff and jitter until `fetchDeadline` passes without progress (new bytes
+///   at `lowSpeedLimit` or faster, across attempts: a trickle is no progress); then
 ///   the fetch fails with `.unreachable`, naming the URL, the attempts and the last error.
 ///   404/410 fail at once with `.notFound`, 401/403 with `.unauthorized`, a file larger
 ///   than expected with `.corrupt`.
@@ -41,6 +42,8 @@ public final class HTTPOrigin: ResumableOrigin {
     /// "Bearer <token>": never logged.
     let authorization: String?
     let fetchDeadline: Duration
+    /// Below this many bytes per second a transfer is no progress (``OriginOptions/lowSpeedLimit``).
+    let lowSpeedLimit: ByteCount
     let backoff: RetryBackoff
     let logger: Logger
     /// Reachability, round-trip time and errors of this server, for status and probes.
@@ -76,6 +79,7 @@ public final class HTTPOrigin: ResumableOrigin {
         configuration.proxy = try options.proxy.proxy(scheme: address.scheme, host: address.host)
         self.client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
         self.fetchDeadline = options.fetchDeadline
+        self.lowSpeedLimit = options.lowSpeedLimit
         self.backoff = RetryBackoff()
         self.logger = logger
         self.healthRecord = OriginHealth(url: address.displayName)
@@ -111,7 +115,7 @@ public final class HTTPOrigin: ResumableOrigin {
         into consume: (ByteBuffer) async throws(FetchError) -> Void
     ) async throws(FetchError) {
         let shown = address.displayURL(for: path)
-        var transfer = TransferState()
+        var transfer = TransferState(lowSpeedLimit: lowSpeedLimit)
         transfer.delivered = max(0, min(offset, expectedBytes.value))
         var attempts = 0
         var failuresInARow = 0
@@ -162,7 +166,7 @@ public final class HTTPOrigin: ResumableOrigin {
                     guard now + .milliseconds(50) < deadline else {
                         logger.error("fetch failed", metadata: ["fetch.url": "\(shown)", "fetch.attempts": "\(attempts)",
                                                                "fetch.error": "\(reason)"])
-                        throw FetchError(.unreachable, "cannot fetch \(shown): no progress for \(fetchDeadline) after \(attempts) attempt(s); last error: \(reason)")
+                        throw FetchError(.unreachable, "cannot fetch \(shown): no progress for \(fetchDeadline) (--fetch-timeout; a transfer slower than \(lowSpeedLimit.value) bytes/s, --low-speed-limit, is none) after \(attempts) attempt(s), \(transfer.delivered) bytes received; last error: \(reason)")
                     }
                     delay = deadline - now
                 }

@@ -39,7 +39,7 @@ extension MirrorSet {
         }
     }
 
-    /// Runs `operation` on the servers in ``ranking(for:)`` order until one succeeds, with
+    /// Runs `operation` on the servers in ``candidates(for:now:)`` order until one succeeds, with
     /// the rules of ``download(_:from:expectedBytes:into:)``: a failure of the server moves
     /// on (recorded in its health), a failure of the consumer (`operation` sets its flag)
     /// ends the fetch and, if bad bytes, distrusts the server for `path`; while no server
@@ -51,9 +51,14 @@ extension MirrorSet {
         let started = ContinuousClock.now
         var lastError: FetchError?
         while true {
-            let order = ranking(for: path)
+            let (order, lastResort) = candidates(for: path)
             guard !order.isEmpty else {
                 throw lastError ?? FetchError(.corrupt, "every server sent bad bytes for \(path)")
+            }
+            if lastResort, let only = order.first, lastError == nil {
+                logger.notice("every server sent bad bytes for this file recently; trying the last one again", metadata: [
+                    "fetch.path": "\(path)", "mirror": "\(members.withLock { $0[only] }.origin.displayName)",
+                ])
             }
             var everyServerDown = true
             for (position, index) in order.enumerated() {
@@ -62,6 +67,7 @@ extension MirrorSet {
                 do throws(FetchError) {
                     let result = try await operation(member.origin, &consumerFailed)
                     member.record.recordCompleted()
+                    trust(index, for: path)
                     return result
                 } catch {
                     if consumerFailed {

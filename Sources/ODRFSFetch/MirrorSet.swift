@@ -17,9 +17,13 @@ import Synchronization
 ///   Members are created with a zero connect-failure budget, so a server that refuses
 ///   connections costs one attempt; the set itself keeps going round for
 ///   `unreachableAfter` while no server can be reached at all.
-/// - A server whose bytes failed verification (the consumer threw `.corrupt`) is not used
-///   for that file again; ``hasAlternative(for:)`` tells the downloader whether another
-///   server remains to retry with.
+/// - A server whose bytes failed verification (the consumer threw `.corrupt`) is passed over
+///   for that file for a while (``ServerDistrust``: 5 s, doubling with each bad answer, at
+///   most 5 min; a good answer forgets it); ``hasAlternative(for:)`` tells the downloader
+///   whether a trusted server remains to retry with at once. When every server is
+///   distrusted for a file, the next fetch (the next open) tries the one whose distrust
+///   ends first anyway and logs it: one bad response from a CDN edge must not make a
+///   pack unreadable for the life of the mount.
 /// - 404 and 401 from one server move on too (a mirror may lag or want another token); the
 ///   error the caller gets is the last server's.
 /// - Range requests (update spans) and conditional GETs (periodic update checks) go the
@@ -38,8 +42,8 @@ public final class MirrorSet: ResumableOrigin {
     public static let maximumMembers = 16
 
     let members: Mutex<[Member]>
-    /// Indexes of members that served bad bytes, per file path.
-    private let distrusted = Mutex<[String: Set<Int>]>([:])
+    /// Members that served bad bytes, per file path.
+    let distrusted = Mutex<[String: [Int: ServerDistrust]]>([:])
     let unreachableAfter: Duration
     let logger: Logger
 
@@ -81,6 +85,15 @@ public final class MirrorSet: ResumableOrigin {
         !ranking(for: path).isEmpty
     }
 
+    /// The servers to try for `path`, best first: ``ranking(for:)``, or when every server
+    /// is distrusted for it, the one whose distrust ends first (`lastResort` set).
+    func candidates(for path: String, now: ContinuousClock.Instant = .now) -> (order: [Int], lastResort: Bool) {
+        let order = ranking(for: path, now: now)
+        guard order.isEmpty else { return (order, false) }
+        let soonest = distrusted.withLock { $0[path]?.min { $0.value.until < $1.value.until }?.key }
+        return (soonest.map { [$0] } ?? [], soonest != nil)
+    }
+
     public func shutdown() async {
         for member in members.withLock({ $0 }) { await member.origin.shutdown() }
     }
@@ -94,10 +107,10 @@ public final class MirrorSet: ResumableOrigin {
         }
     }
 
-    /// Member indexes to try for `path`, best first; distrusted ones left out.
-    func ranking(for path: String) -> [Int] {
+    /// Member indexes to try for `path`, best first; those distrusted for it now left out.
+    func ranking(for path: String, now: ContinuousClock.Instant = .now) -> [Int] {
         let all = members.withLock { $0 }
-        let excluded = distrusted.withLock { $0[path] ?? [] }
+        let excluded = distrusted.withLock { $0[path]?.filter { $0.value.until > now }.keys.map { $0 } ?? [] }
         let scored = all.indices.filter { !excluded.contains($0) }.map { ($0, all[$0].record.snapshot) }
         return scored.sorted { a, b in
             let (ia, ha) = a
@@ -133,11 +146,24 @@ public final class MirrorSet: ResumableOrigin {
         }
     }
 
-    func distrust(_ index: Int, for path: String, member: Member, error: FetchError) {
-        distrusted.withLock { _ = $0[path, default: []].insert(index) }
+    func distrust(_ index: Int, for path: String, member: Member, error: FetchError, now: ContinuousClock.Instant = .now) {
+        let distrust = distrusted.withLock { table in
+            let next = ServerDistrust.after(table[path]?[index], now: now)
+            table[path, default: [:]][index] = next
+            return next
+        }
         member.record.recordFailure("bad bytes for \(path)")
-        logger.error("mirror sent bytes that failed verification; not using it for this file again", metadata: [
+        logger.error("server sent bytes that failed verification; passing it over for this file for a while", metadata: [
             "fetch.path": "\(path)", "mirror": "\(member.origin.displayName)", "error": "\(error)",
+            "distrust.seconds": "\(distrust.backoff.components.seconds)", "distrust.strikes": "\(distrust.strikes)",
         ])
+    }
+
+    /// A good answer from `index` for `path`: its distrust for that file is forgotten.
+    func trust(_ index: Int, for path: String) {
+        distrusted.withLock { table in
+            guard table[path]?.removeValue(forKey: index) != nil, table[path]?.isEmpty == true else { return }
+            table[path] = nil
+        }
     }
 }

@@ -1,3 +1,5 @@
+import ODRFSCore
+
 /// How to reach an HTTP(S) origin: credentials, trust, patience and connection budget.
 /// File origins ignore every field.
 public struct OriginOptions: Sendable, Codable {
@@ -11,6 +13,14 @@ public struct OriginOptions: Sendable, Codable {
     /// fails with `.unreachable`. A download that keeps moving is never cut off, however long
     /// it takes; one that stalls or whose origin is down fails after about this long.
     public var fetchDeadline: Duration
+    /// A transfer slower than this (bytes per second) makes no progress as far as
+    /// `fetchDeadline` is concerned, across attempts, as curl's `--speed-limit` and
+    /// CernVM-FS's `CVMFS_LOW_SPEED_LIMIT` do: a server that sends a trickle and stalls on
+    /// every attempt would otherwise hold an open, a mount or an update for ever. Zero
+    /// counts every byte as progress.
+    public var lowSpeedLimit: ByteCount = Self.defaultLowSpeedLimit
+    /// 1 KiB/s, as `--low-speed-limit` defaults.
+    public static let defaultLowSpeedLimit = ByteCount.kibibytes(1)
     /// The most connections open to the origin at once; further requests queue.
     public var maxConnections: Int
     /// How long one TCP connect may take. A host that drops packets (no answer at all)

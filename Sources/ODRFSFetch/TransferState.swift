@@ -13,8 +13,20 @@ struct TransferState {
     /// False once the origin answered a range request with other bytes: later attempts ask
     /// for the whole file and skip what was delivered.
     var rangeUsable = true
-    /// When a byte last arrived (or the fetch began): the deadline counts from here.
-    var lastProgress = ContinuousClock.now
+    /// Progress across attempts, at the low-speed limit: the deadline counts from its mark.
+    private var progress: ProgressMark
+
+    init(lowSpeedLimit: ByteCount = .zero) {
+        self.progress = ProgressMark(lowSpeedLimit: lowSpeedLimit)
+    }
+
+    /// The instant the fetch deadline counts from (``ProgressMark/instant``).
+    var lastProgress: ContinuousClock.Instant { progress.instant }
+
+    /// Credits `count` new bytes that arrived `now`.
+    mutating func recordProgress(_ count: Int64, now: ContinuousClock.Instant = .now) {
+        progress.credit(count, now: now)
+    }
 
     /// How to read a response body.
     struct BodyPlan {

@@ -49,6 +49,9 @@ struct MountCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Seconds a fetch may go without progress before the waiting open() fails with EIO.")
     var fetchTimeout: Double = 30
 
+    @Option(name: .long, help: "A transfer slower than this many bytes per second (e.g. 1K, 10K; 0 turns it off) counts as no progress toward --fetch-timeout, across retries, as curl's --speed-limit and CernVM-FS's CVMFS_LOW_SPEED_LIMIT do (default 1K).")
+    var lowSpeedLimit: ByteCountArgument?
+
     @Option(name: .customLong("trust-key"), help: "A public key file (KEYFILE.pub from `odrfs keygen`); the manifest must be signed by one of the keys given (repeat for key rotation), unexpired and not older than a revision already seen.")
     var trustKeys: [String] = []
 
@@ -161,6 +164,7 @@ struct MountCommand: AsyncParsableCommand {
             fetchDeadline: .milliseconds(Int64(fetchTimeout * 1000))
         )
         configuration.originOptions.proxy = ProxySettings.resolve(explicit: proxy)
+        configuration.originOptions.lowSpeedLimit = lowSpeedLimit?.value ?? OriginOptions.defaultLowSpeedLimit
         configuration.maximumConcurrentDownloads = maxDownloads
         configuration.schedule = SchedulerSettings(maximumBackgroundRate: maxBackgroundRate?.value, prefetchDelay: prefetchDelay?.value)
         configuration.offline = offline

@@ -22,6 +22,9 @@ public final class FaultOrigin: Sendable {
         case reset(after: Int)
         /// Headers, then silence.
         case stall
+        /// Honours `Range` as `.serve` does, sends the first `n` bytes of the answer, then
+        /// silence: a server that trickles and stalls on every attempt.
+        case trickle(after: Int)
         /// The whole file with 200 whatever Range says, `n` body bytes, then silence: a CDN
         /// that stalls again in the part a resuming client already has.
         case stallIgnoringRange(after: Int)
@@ -234,7 +237,7 @@ private final class FaultHandler: ChannelInboundHandler {
         case .stall:
             writeHead(status: status, headers: headers, length: body.count, context: context)
             context.flush()
-        case .stallIgnoringRange(let count):
+        case .stallIgnoringRange(let count), .trickle(let count):
             writeHead(status: status, headers: headers, length: body.count, context: context)
             var buffer = context.channel.allocator.buffer(capacity: count)
             buffer.writeBytes(body.prefix(count))

@@ -27,6 +27,11 @@ final class ScriptedServer: Origin {
     var health: [OriginHealth] { [record] }
     var offsets: [Int64] { state.withLock { $0.offsets } }
 
+    /// The server starts (an offset) or stops (nil) sending a flipped byte.
+    func setCorruptAt(_ offset: Int?) {
+        state.withLock { $0.corruptAt = offset }
+    }
+
     /// The server comes back (nil) or goes down.
     func setFailure(_ failure: FetchError.Kind?) {
         state.withLock { $0.failure = failure }
@@ -136,7 +141,51 @@ struct MirrorSetTests {
         #expect(set.hasAlternative(for: pack.file), "the good server remains")
         #expect(set.ranking(for: pack.file).map { set.urls[$0] } == ["good"])
     }
+
+    /// Issue 26, item 3: one bad response from the only server made the pack unreadable for
+    /// the life of the mount (every later fetch failed at once, asking nobody). Distrust
+    /// expires, and the last server left is always tried on the next fetch, with a log line.
+    @Test func theOnlyServerIsTriedAgainAfterBadBytes() async throws {
+        let bytes = Self.randomBytes(5 * 4096 + 100)
+        let bundle = bundleHolding(bytes)
+        let only = ScriptedServer("only", bytes: bytes, corruptAt: 4096 + 3)
+        let log = LogCapture()
+        let set = MirrorSet([only], logger: log.logger)
+        let cache = try TemporaryDirectory()
+        let store = try PackStore(root: cache.path, logger: logger)
+        let downloader = PackDownloader(origin: set, store: store, chunkSize: SyntheticBundle.chunkSize, logger: logger)
+        let pack = bundle.manifest.packs[1]
+        let first = await #expect(throws: FetchError.self) { _ = try await downloader.fetch(pack) }
+        #expect(first?.kind == .corrupt)
+        #expect(!set.hasAlternative(for: pack.file), "no trusted server left to restart with at once")
+        // The origin is repaired (or the CDN edge's bad answer has gone): the next fetch asks again.
+        only.setCorruptAt(nil)
+        _ = try await downloader.fetch(pack)
+        #expect(Array(try Data(contentsOf: URL(fileURLWithPath: store.path(of: pack)))) == bytes)
+        #expect(only.offsets == [0, 0])
+        #expect(log.records.contains { $0.message.contains("trying the last one again") })
+        #expect(set.hasAlternative(for: pack.file), "a good answer forgets the distrust")
+    }
+
+    @Test func distrustExpiresAndGrowsWithEachBadAnswer() {
+        let now = ContinuousClock.now
+        var distrust: ServerDistrust?
+        var backoffs: [Int64] = []
+        for _ in 0..<10 {
+            distrust = ServerDistrust.after(distrust, now: now)
+            backoffs.append(distrust!.backoff.components.seconds)
+        }
+        #expect(backoffs == [5, 10, 20, 40, 80, 160, 300, 300, 300, 300])
+        // A mirror distrusted for a file is ranked again once its backoff has passed.
+        let set = MirrorSet([ScriptedServer("main", bytes: [1]), ScriptedServer("mirror", bytes: [1])], logger: logger)
+        set.distrusted.withLock { $0["f"] = [0: ServerDistrust.after(nil, now: now)] }
+        #expect(set.ranking(for: "f", now: now + .seconds(1)).map { set.urls[$0] } == ["mirror"])
+        #expect(set.ranking(for: "f", now: now + .seconds(6)).map { set.urls[$0] } == ["main", "mirror"])
+        #expect(set.candidates(for: "g", now: now).lastResort == false)
+    }
 }
+
+
 
 /// A bundle whose only non-base pack holds `bytes`.
 func bundleHolding(_ bytes: [UInt8]) -> SyntheticBundle {
