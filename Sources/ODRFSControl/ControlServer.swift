@@ -137,6 +137,9 @@ public final class ControlServer: Sendable {
             (Array(state.connections.values), Array(state.tasks.values))
         }
         connections.forEach { $0.disconnect() }
+        // A connection runs its request inline (an `odrfs update` waiting on a server that
+        // stalls): closing the channel does not end that wait, cancelling the task does.
+        tasks.forEach { $0.cancel() }
         for task in tasks { await task.value }
         unlink(socketPath)
         await executor?.shutdown()

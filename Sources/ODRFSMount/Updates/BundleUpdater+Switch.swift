@@ -32,7 +32,12 @@ extension BundleUpdater {
             throw ControlError(.rollbackRefused, "the origin's manifest differs from the mounted one but has the same revision \(report.mountedRevision); refusing a revision that is not newer")
         }
         let started = ContinuousClock.now
-        try await fetchPacks(of: candidate)
+        let watchdog = UpdateProgressWatchdog(limit: fetchDeadline)
+        try await watchdog.bound(failure: { [origin] idle in
+            ControlError(.originUnreachable, "update to revision \(candidate.manifest.revision) gave up: no pack made progress for \(idle.components.seconds) s (--fetch-timeout) from \(origin.displayName); the mount stays on revision \(report.mountedRevision)")
+        }) { [self] () throws(ControlError) in
+            try await fetchPacks(of: candidate, watchdog: watchdog)
+        }
         try await publishManifest(candidate)
         let switched = try await switchRevision(to: candidate, updateBegan: began)
         logger.info("bundle updated", metadata: [
@@ -48,19 +53,21 @@ extension BundleUpdater {
 
     /// (1) Every pack the plan fetches, assembled from local bytes plus ranges (see
     /// ``DeltaPackAssembler``), or downloaded whole if that fails; verified and published.
-    private func fetchPacks(of candidate: Candidate) async throws(ControlError) {
+    private func fetchPacks(of candidate: Candidate, watchdog: UpdateProgressWatchdog) async throws(ControlError) {
         let manager = revisions.current
         let store = manager.store
         let downloader = PackDownloader(origin: origin, store: store, chunkSize: candidate.manifest.chunkSize,
                                         wire: manager.downloader.wire, logger: logger)
-        let assembler = DeltaPackAssembler(origin: origin, store: store, io: manager.io, mounted: manager.manifest,
+        var assembler = DeltaPackAssembler(origin: origin, store: store, io: manager.io, mounted: manager.manifest,
                                            index: candidate.index, chunkSize: candidate.manifest.chunkSize, logger: logger)
+        assembler.received = { _ in watchdog.advance() }
         for fetch in candidate.plan.fetches {
             let descriptor = candidate.manifest.pack(fetch.pack)
             if await manager.io.run({ store.contains(descriptor) }) { continue }
             do {
                 let fetched = try await assembler.assemble(descriptor, plan: fetch.assembly)
                 manager.downloader.wire.add(fetched)
+                watchdog.advance()
                 logger.info("pack assembled for the update", metadata: [
                     "pack.id": "\(descriptor.id)", "pack.bytes": "\(descriptor.bytes.value)", "fetched.bytes": "\(fetched)",
                 ])
@@ -73,7 +80,8 @@ extension BundleUpdater {
                 ])
             }
             do {
-                try await downloader.fetch(descriptor)
+                try await downloader.fetch(descriptor, progress: { _ in watchdog.advance() })
+                watchdog.advance()
             } catch {
                 throw Self.controlError(error, "cannot fetch pack '\(descriptor.id)' of revision \(candidate.manifest.revision)")
             }

@@ -34,6 +34,8 @@ final class BundleUpdater: Sendable {
     let trustedKeys: [TrustKey]
     let manifestLimit: ByteCount
     let maximumConcurrentDownloads: Int
+    /// `--fetch-timeout`: the longest the fetch phase of an update may go without progress.
+    let fetchDeadline: Duration
     let logger: Logger
     /// Set while an update runs: a second one is refused rather than queued.
     let busy = Mutex(false)
@@ -49,6 +51,7 @@ final class BundleUpdater: Sendable {
         self.trustedKeys = configuration.trustedKeys
         self.manifestLimit = configuration.manifestLimit
         self.maximumConcurrentDownloads = configuration.maximumConcurrentDownloads
+        self.fetchDeadline = configuration.originOptions.fetchDeadline
         self.logger = logger
     }
 

@@ -21,6 +21,8 @@ struct DeltaPackAssembler {
     let index: FileIndex
     let chunkSize: ByteCount
     let logger: Logger
+    /// Told the size of each piece of a span as it arrives (the update's progress watchdog).
+    var received: @Sendable (Int) -> Void = { _ in }
 
     /// Assembles, verifies and publishes `pack`. Returns the bytes fetched from the origin.
     @discardableResult
@@ -104,9 +106,10 @@ struct DeltaPackAssembler {
     /// The missing spans, coalesced, or for a compressed pack the verified chunks holding
     /// them (see ``PackSpanFetcher``); returns the bytes fetched.
     private func fetchRemote(_ pack: PackDescriptor, spans: [Range<Int64>], into file: TemporaryFile) async throws(FetchError) -> Int64 {
-        let (io, fd, path) = (self.io, file.descriptor, file.path)
+        let (io, fd, path, received) = (self.io, file.descriptor, file.path, self.received)
         return try await PackSpanFetcher(origin: origin).fetch(pack, chunkSize: chunkSize, spans: spans) { (offset: Int64, bytes: [UInt8]) async throws(FetchError) in
             try await io.run { () throws(FetchError) in try Self.write(bytes, to: fd, at: offset, path: path) }
+            received(bytes.count)
         }
     }
 
