@@ -18,7 +18,7 @@ extension PackDownloader {
     ///
     /// `pacing` holds background downloads between buffers, as for a plain pack.
     func fetchCompressed(_ pack: PackDescriptor, table: FrameTable,
-                         pacing: (@Sendable (Int) async throws(FetchError) -> Void)?,
+                         pacing: (@Sendable (Int) async throws(FetchError) -> Void)?, tally: DownloadWireTally?,
                          progress: @escaping @Sendable (Progress) -> Void) async throws(FetchError) -> CachedPack {
         let store = self.store
         let io = self.io
@@ -46,6 +46,7 @@ extension PackDownloader {
                         if let pacing { try await pacing(bytes.readableBytes) }
                         received += Int64(bytes.readableBytes)
                         wire.add(Int64(bytes.readableBytes))
+                        tally?.add(Int64(bytes.readableBytes))
                         let frames = try assembler.append(bytes)
                         for frame in frames {
                             let content = try await FrameDecoder.executor.run { () throws(FetchError) -> [UInt8] in

@@ -61,13 +61,17 @@ public struct PackDownloader: Sendable {
     ///
     /// `pacing`, if given, is awaited with each buffer's size before the buffer is written:
     /// the scheduler holds background downloads there (pauses, rate limits).
+    ///
+    /// `tally`, if given, is told every byte received from the origin (compressed as it
+    /// travelled), the bytes of attempts that failed included.
     public func fetch(_ pack: PackDescriptor, pacing: (@Sendable (Int) async throws(FetchError) -> Void)? = nil,
+                      tally: DownloadWireTally? = nil,
                       progress: @escaping @Sendable (Progress) -> Void = { _ in }) async throws(FetchError) -> CachedPack {
         let table: FrameTable?
         do { table = try FrameTable(validating: pack, chunkSize: chunkSize) } catch {
             throw FetchError(.corrupt, "pack '\(pack.id)': \(error.message)")
         }
-        if let table { return try await fetchCompressed(pack, table: table, pacing: pacing, progress: progress) }
+        if let table { return try await fetchCompressed(pack, table: table, pacing: pacing, tally: tally, progress: progress) }
         let store = self.store
         let wire = self.wire
         let file = try await io.run { () throws(FetchError) -> TemporaryFile in
@@ -91,6 +95,7 @@ public struct PackDownloader: Sendable {
                     try await origin.download(pack.file, from: offset, expectedBytes: pack.bytes) { (bytes: ByteBuffer) async throws(FetchError) in
                         bytes.withUnsafeReadableBytes { verifier.update($0) }
                         wire.add(Int64(bytes.readableBytes))
+                        tally?.add(Int64(bytes.readableBytes))
                         if let bad = verifier.firstMismatchedChunk {
                             // No point downloading the rest of a pack that is already known to be wrong.
                             throw FetchError(.corrupt, "pack '\(pack.id)' (\(pack.file)) from \(origin.displayName) failed verification: chunk \(bad) differs from the manifest")

@@ -15,3 +15,25 @@ public final class WireByteCounter: Sendable {
         total.wrappingAdd(count, ordering: .relaxed)
     }
 }
+
+/// The bytes one download received from the origin, handed on in pieces: whoever reports
+/// them (the `odrfs_fetched_bytes_total` counter, by the download's current cause) takes
+/// what is not yet reported, at each progress report and once more at the end, so the
+/// counter matches what the origin sent, compressed as it travelled.
+public final class DownloadWireTally: Sendable {
+    private let received = Atomic<Int64>(0)
+    private let reported = Atomic<Int64>(0)
+
+    public init() {}
+
+    public func add(_ count: Int64) {
+        received.wrappingAdd(count, ordering: .relaxed)
+    }
+
+    /// Bytes received and not yet taken; each byte is taken once.
+    public func takeUnreported() -> Int64 {
+        let now = received.load(ordering: .acquiring)
+        let before = reported.exchange(now, ordering: .acquiringAndReleasing)
+        return max(0, now - before)
+    }
+}

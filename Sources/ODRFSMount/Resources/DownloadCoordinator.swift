@@ -204,6 +204,8 @@ final class DownloadCoordinator: Sendable {
         logger.info("fetching pack", metadata: ["pack.id": "\(descriptor.id)", "pack.bytes": "\(descriptor.bytes.value)", "priority": "\(priority)"])
         // Detached: the download belongs to every waiter, not to the first one, so the
         // first waiter's cancellation must not cancel it (the last one's does).
+        // What the origin sent for this download, for `odrfs_fetched_bytes_total`.
+        let tally = DownloadWireTally()
         let task = Task.detached(priority: priority <= .prefetch ? .background : .userInitiated) { [self] in
             let started = ContinuousClock.now
             let result: Result<Void, FetchError>
@@ -217,16 +219,18 @@ final class DownloadCoordinator: Sendable {
                 try await io.run { () throws(FetchError) in try self.purger.makeRoom(for: pack) }
                 table.events.publish(MountEvent(.fetchStarted, descriptor, bytes: descriptor.bytes.value))
                 let firstByte = FirstByteClock()
-                try await downloader.fetch(descriptor, pacing: pacing(for: pack)) { progress in
+                try await downloader.fetch(descriptor, pacing: pacing(for: pack), tally: tally) { progress in
                     if let elapsed = firstByte.elapsedOnFirstCall() {
                         self.table.metrics.recordRoundTrip(origin: self.downloader.origin.displayName, elapsed)
                     }
-                    self.advance(pack, to: progress)
+                    self.advance(pack, to: progress, tally: tally)
                 }
                 result = .success(())
             } catch {
                 result = .failure(error)
             }
+            // The bytes after the last progress report (a pack's tail, a failed attempt's).
+            recordFetched(tally.takeUnreported(), of: pack)
             finishDownload(pack, result: result, duration: ContinuousClock.now - started)
         }
         table.withState { state in
@@ -237,14 +241,14 @@ final class DownloadCoordinator: Sendable {
     /// Records download progress and releases the progressive waiters whose bytes are
     /// now proven (retained here, under the lock, like at the end). Runs on the I/O
     /// thread that wrote the bytes, so the FUSE replies it triggers go out from there.
-    private func advance(_ pack: PackNumber, to progress: PackDownloader.Progress) {
+    private func advance(_ pack: PackNumber, to progress: PackDownloader.Progress, tally: DownloadWireTally) {
         let index = Int(pack.rawValue)
         let now = table.clock()
         var crossedInUse = false
-        var fetched: (bytes: Int64, cause: MountMetrics.Cause)?
+        var cause: MountMetrics.Cause?
         let ready = table.withState { state -> [Waiter] in
             guard state.slots[index].download != nil else { return [] }
-            fetched = (progress.received.value - state.slots[index].download!.bytesDone, MountMetrics.Cause(state.slots[index].download!.priority))
+            cause = MountMetrics.Cause(state.slots[index].download!.priority)
             state.slots[index].download!.bytesDone = progress.received.value
             state.slots[index].download!.file = progress.file
             guard progress.verified.value > state.slots[index].download!.verifiedBytes else { return [] }
@@ -260,10 +264,19 @@ final class DownloadCoordinator: Sendable {
             return ready
         }
         if crossedInUse { reportInUseLimitCrossed(pack) }
-        if let fetched { table.metrics.recordFetched(fetched.bytes, cause: fetched.cause) }
+        // Counted as the origin sent them (compressed), by the download's cause now.
+        if let cause { table.metrics.recordFetched(tally.takeUnreported(), cause: cause) }
         for waiter in ready { waiter.resume(.success(progress.file)) }
         observers.changed(pack)
         table.events.publish(.fetchProgress(table.manifest.pack(pack), received: progress.received.value))
+    }
+
+    /// Counts `bytes` the origin sent for `pack` under its download's current cause.
+    private func recordFetched(_ bytes: Int64, of pack: PackNumber) {
+        guard bytes > 0 else { return }
+        let index = Int(pack.rawValue)
+        let cause = table.withState { state in state.slots[index].download.map { MountMetrics.Cause($0.priority) } }
+        table.metrics.recordFetched(bytes, cause: cause ?? .open)
     }
 
     private func finishDownload(_ pack: PackNumber, result: Result<Void, FetchError>, duration: Duration) {
