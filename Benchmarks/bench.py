@@ -117,7 +117,8 @@ http {{
 }}
 """)
     start(["/usr/sbin/nginx", "-c", f"{d}/nginx.conf", "-p", d], log=f"{d}/stderr.log")
-    start([sys.executable, f"{HERE}/latency_proxy.py", str(proxy), str(port), str(A.latency_ms)])
+    rate = [str(A.rate_mbit)] if getattr(A, "rate_mbit", 0) else []
+    start([sys.executable, f"{HERE}/latency_proxy.py", str(proxy), str(port), str(A.latency_ms)] + rate)
     wait_for(lambda: port_open(port) and port_open(proxy), 10, "nginx and the proxy")
     return f"http://127.0.0.1:{proxy}"
 

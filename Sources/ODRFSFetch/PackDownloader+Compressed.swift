@@ -16,9 +16,10 @@ extension PackDownloader {
     /// A frame that does not decode, expands past its chunk or differs from its chunk hash
     /// fails the download as corrupt (the mount's open gets EIO; the next open retries).
     ///
-    /// `pacing` holds background downloads between buffers, as for a plain pack.
+    /// `pacing` rate-limits background downloads between buffers and makes them step aside,
+    /// as for a plain pack; the frame in progress is kept and the transfer resumes after it.
     func fetchCompressed(_ pack: PackDescriptor, table: FrameTable,
-                         pacing: (@Sendable (Int) async throws(FetchError) -> Void)?, tally: DownloadWireTally?,
+                         pacing: DownloadPacing?, tally: DownloadWireTally?,
                          progress: @escaping @Sendable (Progress) -> Void) async throws(FetchError) -> CachedPack {
         let store = self.store
         let io = self.io
@@ -39,11 +40,16 @@ extension PackDownloader {
         // Frames decoded, verified and written: where a download resumes after bad bytes.
         var writtenChunks = 0
         var restarts = 0
+        // Set when the pacing made the download step aside (not a failure: it resumes).
+        var steppedAside = false
         do throws(FetchError) {
             attempts: while true {
                 do throws(FetchError) {
                     try await origin.download(pack.file, from: assembler.offset, expectedBytes: ByteCount(table.compressedBytes)) { (bytes: ByteBuffer) async throws(FetchError) in
-                        if let pacing { try await pacing(bytes.readableBytes) }
+                        if let pacing, try await pacing.beforeWrite(bytes.readableBytes) == .stepAside {
+                            steppedAside = true
+                            throw DownloadPacing.steppedAside("pack '\(pack.id)'")
+                        }
                         received += Int64(bytes.readableBytes)
                         wire.add(Int64(bytes.readableBytes))
                         tally?.add(Int64(bytes.readableBytes))
@@ -86,6 +92,12 @@ extension PackDownloader {
                     }
                     break attempts
                 } catch {
+                    if steppedAside, let pacing {
+                        // The assembler holds every byte accepted: resume right after them.
+                        steppedAside = false
+                        try await pacing.untilResumable()
+                        continue attempts
+                    }
                     // A server sent a frame that does not decode or verify: another server
                     // (a mirror) may have the right one. Keep the frames already written and
                     // fetch the rest there, from the first frame not written.

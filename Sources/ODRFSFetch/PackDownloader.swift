@@ -59,12 +59,13 @@ public struct PackDownloader: Sendable {
     /// to the caller that records the pack as local.
     @discardableResult
     ///
-    /// `pacing`, if given, is awaited with each buffer's size before the buffer is written:
-    /// the scheduler holds background downloads there (pauses, rate limits).
+    /// `pacing`, if given, is asked with each buffer's size before the buffer is written: the
+    /// scheduler rate-limits background downloads there, and makes them step aside (drop
+    /// the connection, then resume with a range request) while an open waits.
     ///
     /// `tally`, if given, is told every byte received from the origin (compressed as it
     /// travelled), the bytes of attempts that failed included.
-    public func fetch(_ pack: PackDescriptor, pacing: (@Sendable (Int) async throws(FetchError) -> Void)? = nil,
+    public func fetch(_ pack: PackDescriptor, pacing: DownloadPacing? = nil,
                       tally: DownloadWireTally? = nil,
                       progress: @escaping @Sendable (Progress) -> Void = { _ in }) async throws(FetchError) -> CachedPack {
         let table: FrameTable?
@@ -88,11 +89,18 @@ public struct PackDownloader: Sendable {
         // Where the next attempt starts: after bad bytes from one mirror, the verified prefix.
         var offset: Int64 = 0
         var restarts = 0
+        // Set when the pacing made the download step aside (not a failure: it resumes).
+        var steppedAside = false
         do {
             attempts: while true {
                 let failure: FetchError
                 do throws(FetchError) {
                     try await origin.download(pack.file, from: offset, expectedBytes: pack.bytes) { (bytes: ByteBuffer) async throws(FetchError) in
+                        // Before anything counts the buffer: one dropped here is fetched again.
+                        if let pacing, try await pacing.beforeWrite(bytes.readableBytes) == .stepAside {
+                            steppedAside = true
+                            throw DownloadPacing.steppedAside("pack '\(pack.id)'")
+                        }
                         bytes.withUnsafeReadableBytes { verifier.update($0) }
                         wire.add(Int64(bytes.readableBytes))
                         tally?.add(Int64(bytes.readableBytes))
@@ -107,7 +115,6 @@ public struct PackDownloader: Sendable {
                         let verified = verifier.verifiedPrefix.value
                         let report = reported == nil || verified != reported!.verified || received - reported!.received >= chunkBytes
                         if report { reported = (received, verified) }
-                        if let pacing { try await pacing(bytes.readableBytes) }
                         try await io.run { () throws(FetchError) in
                             try Self.write(bytes, to: file)
                             guard report else { return }
@@ -119,6 +126,13 @@ public struct PackDownloader: Sendable {
                     break attempts
                 } catch {
                     failure = error
+                }
+                if steppedAside, let pacing {
+                    // Every byte hashed is written: go on from there once the link is ours again.
+                    steppedAside = false
+                    offset = verifier.bytesReceived.value
+                    try await pacing.untilResumable()
+                    continue attempts
                 }
                 guard failure.kind == .corrupt, restarts < Self.maximumRestarts, origin.hasAlternative(for: pack.file) else {
                     throw failure

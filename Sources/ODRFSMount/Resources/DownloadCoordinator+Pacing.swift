@@ -2,32 +2,39 @@ import ODRFSCore
 import ODRFSFetch
 
 extension DownloadCoordinator {
-    /// Called by a download before it writes each buffer (a chunk boundary of the stream):
-    /// a prefetch or background download waits here while any open waits for bytes, then
-    /// takes its bytes from the background rate limit. A download an open has joined (its
-    /// priority raised) is never held.
-    func pacing(for pack: PackNumber) -> @Sendable (Int) async throws(FetchError) -> Void {
+    /// How a download shares the link. A prefetch or background download steps aside
+    /// (drops its connection, see ``DownloadPacing``) when an open waits for bytes, waits
+    /// until no open does, then resumes with a range request; otherwise it takes its bytes
+    /// from the background rate limit. A download an open has joined (its priority raised)
+    /// is never held.
+    func pacing(for pack: PackNumber) -> DownloadPacing {
         let index = Int(pack.rawValue)
-        return { [self] bytes throws(FetchError) in
-            func isBackground() -> Bool {
-                let priority = table.withState { $0.slots[index].download?.priority }
-                return priority.map { $0 <= .prefetch } ?? false
-            }
-            guard isBackground() else { return }
-            var paused = false
-            while foreground.isBusy && isBackground() {
-                if !paused {
-                    paused = true
-                    logger.debug("prefetch paused while an open waits", metadata: ["pack.id": "\(table.manifest.pack(pack).id)"])
-                }
-                do { try await Task.sleep(for: .milliseconds(10)) } catch {
-                    throw FetchError(.cancelled, "download of pack '\(table.manifest.pack(pack).id)' cancelled while paused")
-                }
-            }
-            guard let backgroundRate, isBackground() else { return }
-            do { try await backgroundRate.take(bytes) } catch {
-                throw FetchError(.cancelled, "download of pack '\(table.manifest.pack(pack).id)' cancelled while rate limited")
-            }
+        let id = table.manifest.pack(pack).id
+        let isBackground: @Sendable () -> Bool = { [table] in
+            let priority = table.withState { $0.slots[index].download?.priority }
+            return priority.map { $0 <= .prefetch } ?? false
         }
+        return DownloadPacing(
+            beforeWrite: { [self] bytes throws(FetchError) in
+                guard isBackground() else { return .proceed }
+                if foreground.isBusy {
+                    logger.debug("prefetch steps aside while an open waits", metadata: ["pack.id": "\(id)"])
+                    return .stepAside
+                }
+                guard let backgroundRate else { return .proceed }
+                do { try await backgroundRate.take(bytes) } catch {
+                    throw FetchError(.cancelled, "download of pack '\(id)' cancelled while rate limited")
+                }
+                return .proceed
+            },
+            untilResumable: { [self] () throws(FetchError) in
+                while foreground.isBusy && isBackground() {
+                    do { try await Task.sleep(for: .milliseconds(10)) } catch {
+                        throw FetchError(.cancelled, "download of pack '\(id)' cancelled while it stepped aside")
+                    }
+                }
+                logger.debug("prefetch resumes", metadata: ["pack.id": "\(id)"])
+            }
+        )
     }
 }
