@@ -19,14 +19,16 @@ public final class MountControlService: ControlService {
     private let diskWatchers = Mutex<[UUID: AsyncStream<LowDiskSpaceEvent>.Continuation]>([:])
     /// `odrfs update`; nil when the daemon was built without an origin (tests).
     let updater: BundleUpdater?
-    /// The mount's read path for status (the FUSE session's passthrough state).
-    private let readPath: @Sendable () -> String?
+    /// The status of a manager: ``MountStatus/snapshot(of:passthroughSettings:passthrough:transport:)``
+    /// with the FUSE session's read path in a daemon, the bare snapshot in tests without one.
+    private let snapshot: @Sendable (ResourceManager) -> StatusSnapshot
 
-    init(revisions: MountRevisions, updater: BundleUpdater?, logger: Logger, readPath: @escaping @Sendable () -> String? = { nil }) {
+    init(revisions: MountRevisions, updater: BundleUpdater?, logger: Logger,
+         snapshot: @escaping @Sendable (ResourceManager) -> StatusSnapshot = { $0.snapshot() }) {
         self.revisions = revisions
         self.updater = updater
         self.logger = logger
-        self.readPath = readPath
+        self.snapshot = snapshot
     }
 
     public convenience init(manager: ResourceManager, logger: Logger) {
@@ -34,9 +36,7 @@ public final class MountControlService: ControlService {
     }
 
     public func status() async -> StatusSnapshot {
-        var snapshot = manager.snapshot()
-        snapshot.readPath = readPath()
-        return snapshot
+        snapshot(manager)
     }
 
     public func beginAccessing(
