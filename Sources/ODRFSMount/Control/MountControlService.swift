@@ -107,13 +107,13 @@ public final class MountControlService: ControlService {
         return result
     }
 
-    public func setPreservationPriority(_ value: Double, tags: [String]) throws(ControlError) {
+    public func setPreservationPriority(_ value: Double, tags: [String]) async throws(ControlError) {
         guard (0...1).contains(value) else {
             throw ControlError(.badRequest, "preservation priority must be within 0…1, not \(value)")
         }
         for name in tags { try requireTag(name) }
         for name in tags {
-            manager.setPreservationPriority(value, for: Tag(name))
+            await manager.setPreservationPriorityDurably(value, for: Tag(name))
         }
         logger.info("preservation priority set", metadata: ["tags": "\(tags)", "priority": "\(value)"])
     }
