@@ -207,6 +207,12 @@ final class DownloadCoordinator: Sendable {
         let task = Task.detached(priority: priority <= .prefetch ? .background : .userInitiated) { [self] in
             let started = ContinuousClock.now
             let result: Result<Void, FetchError>
+            // A cached copy waiting to be hashed again (after a lost index) is a local fetch.
+            let (store, chunkSize) = (downloader.store, downloader.chunkSize)
+            if await io.run({ store.adoptUnverified(descriptor, chunkSize: chunkSize, now: Date()) }) != nil {
+                finishDownload(pack, result: .success(()), duration: ContinuousClock.now - started)
+                return
+            }
             do throws(FetchError) {
                 do {
                     try await queue.acquire(ticket, priority: priority)
