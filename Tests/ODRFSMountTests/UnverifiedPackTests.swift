@@ -68,6 +68,7 @@ struct UnverifiedPackTests {
         try await manager.retain(level1)
         #expect(manager.state(of: level1) == .inUse)
         #expect(origin.startedDownloads == 0)
+        #expect(manager.status()[1].fetchCount == 0, "a local copy counted as a fetch")
         manager.release(level1)
         // The pass finds it local already and leaves it be.
         #expect(await manager.verifyUnverifiedPacks() == 1)
