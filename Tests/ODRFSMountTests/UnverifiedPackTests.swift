@@ -60,6 +60,17 @@ struct UnverifiedPackTests {
         await manager.shutdown()
     }
 
+    @Test("a retired manager's pass stops: the copies wait for the serving revision")
+    func passStopsWhenRetired() async throws {
+        let cache = try cacheWithoutIndex()
+        let origin = FakeOrigin(files: bundle.files)
+        let manager = try makeManager(cache: cache.path, origin: origin)
+        #expect(await manager.verifyUnverifiedPacks(while: { false }) == 0)
+        #expect(manager.state(of: level1) == .notDownloaded)
+        #expect(FileManager.default.fileExists(atPath: manager.store.layout.unverifiedPath(of: bundle.manifest.pack(level1))))
+        await manager.shutdown()
+    }
+
     @Test("an open before the pass hashes the local copy instead of downloading it")
     func openAdoptsTheCopy() async throws {
         let cache = try cacheWithoutIndex()

@@ -107,13 +107,15 @@ struct MaintenanceService: Service {
 }
 
 /// The packs a lost or damaged index no longer vouched for, hashed after the mount is
-/// ready (``ResourceManager/verifyUnverifiedPacks()``). Ends when done.
+/// ready (``ResourceManager/verifyUnverifiedPacks(while:)``), while that manager serves.
+/// Ends when done.
 struct VerificationService: Service {
-    let manager: ResourceManager
+    let revisions: MountRevisions
 
     func run() async {
+        let manager = revisions.current
         await cancelWhenGracefulShutdown {
-            _ = await manager.verifyUnverifiedPacks()
+            _ = await manager.verifyUnverifiedPacks(while: { [revisions] in revisions.current === manager })
         }
     }
 }

@@ -7,18 +7,20 @@ extension ResourceManager {
     /// lost or damaged index; see `PackStore+Unverified.swift`): hashes each on the I/O
     /// executor, one at a time, and makes it local if it is right and nothing fetched it
     /// meanwhile. A pack an open needs first does not wait for this pass: its download
-    /// adopts the copy itself. Returns the packs made local; stops early when cancelled.
+    /// adopts the copy itself. Returns the packs made local; stops early when cancelled or
+    /// when `isServing` turns false (an update retired this manager: the copies left are
+    /// adopted by the new revision's downloads, or listed again at the next mount).
     @discardableResult
-    public func verifyUnverifiedPacks() async -> Int {
+    public func verifyUnverifiedPacks(while isServing: @Sendable () -> Bool = { true }) async -> Int {
         var adopted = 0
         for pack in unverified {
-            if Task.isCancelled { break }
+            if Task.isCancelled || !isServing() { break }
             let descriptor = manifest.pack(pack)
             // Local or downloading already: the download adopts (or has adopted) the copy.
             guard state(of: pack) == .notDownloaded else { continue }
             let chunkSize = manifest.chunkSize
             let identity = await io.run { [store] in store.verifyUnverified(descriptor, chunkSize: chunkSize) }
-            guard let identity, !Task.isCancelled else { continue }
+            guard let identity, !Task.isCancelled, isServing() else { continue }
             let index = Int(pack.rawValue)
             // Under the lock: no download owns the path, so moving the copy there is safe.
             let moved = table.withState { state -> Bool in
