@@ -189,8 +189,10 @@ let package = Package(
         .testTarget(name: "FUSEKitTests", dependencies: ["FUSEKit", "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ODRFSCoreTests", dependencies: ["ODRFSCore", "TestSupport"]),
         .testTarget(name: "ODRFSBuildTests", dependencies: ["ODRFSBuild", "ODRFSCore", "ODRFSCompression", "TestSupport"]),
+        // Tests only: an SQLite VFS that keeps each file as of its last fsync, a simulated power cut.
+        .target(name: "CPowerCutVFS", path: "Tests/CPowerCutVFS", linkerSettings: [.linkedLibrary("sqlite3")]),
         .testTarget(name: "ODRFSStoreTests", dependencies: [
-            "ODRFSStore", "ODRFSCore", "TestSupport",
+            "ODRFSStore", "ODRFSCore", "TestSupport", "CPowerCutVFS",
             // Damaging the cache index's rows directly, as a corrupt file would.
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),

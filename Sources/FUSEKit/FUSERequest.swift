@@ -51,6 +51,9 @@ public struct FUSERequest: ~Copyable, @unchecked Sendable {
     /// The mount's passthrough state, for deciding how to answer an open.
     public var passthrough: Passthrough { context.passthrough }
 
+    /// How requests reach the filesystem, as ``FUSESession/transport`` says (without its log line).
+    public var transport: IOUringStatus { context.ioUring.status }
+
     /// The answer to open or opendir (`fuse_reply_open`).
     public consuming func replyOpen(handle: FileHandleID, options: OpenReplyOptions) {
         answer { Reply.open($0, handle: handle, options: options) }

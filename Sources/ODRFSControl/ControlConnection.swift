@@ -137,7 +137,7 @@ final class ControlConnection: Sendable {
                 reply.priorities = try service.preservationPriorities(tags: tags)
                 send(reply)
             case let .prioritySet(tags, value):
-                try service.setPreservationPriority(value, tags: tags)
+                try await service.setPreservationPriority(value, tags: tags)
                 send(.success(id))
             case .purge(let tags):
                 var reply = ControlResponse.success(id)

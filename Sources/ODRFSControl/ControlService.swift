@@ -32,8 +32,8 @@ public protocol ControlService: Sendable {
     func endAccessing(_ token: RetainToken)
     /// The preservation priority (0…1) of each of `tags`.
     func preservationPriorities(tags: [String]) throws(ControlError) -> [String: Double]
-    /// Sets (and persists) the preservation priority of each of `tags`.
-    func setPreservationPriority(_ value: Double, tags: [String]) throws(ControlError)
+    /// Sets the preservation priority of each of `tags`; on stable storage when this returns.
+    func setPreservationPriority(_ value: Double, tags: [String]) async throws(ControlError)
     /// Deletes the unretained local packs of `tags` (nil: of every tag) now.
     func purge(tags: [String]?) async throws(ControlError) -> PurgeSummary
     /// A stream of low-disk-space events; each call gets its own stream, which ends

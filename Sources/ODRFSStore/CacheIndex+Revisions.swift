@@ -3,8 +3,9 @@ import GRDB
 import ODRFSCore
 
 /// The cache's memory against rollbacks: for each trust key, the highest manifest
-/// revision a mount with `--trust-key` accepted, and when. In the SQLite index (WAL,
-/// already durable across crashes and locked to one mount) rather than a file of its own.
+/// revision a mount with `--trust-key` accepted, and when. In the SQLite index (WAL, locked
+/// to one mount) rather than a file of its own; written with ``CacheIndex/durableAccess(_:)``,
+/// so that a power cut cannot forget it and let an origin roll the mount back.
 extension CacheIndex {
     static let revisionTable = "trustedRevision"
 
@@ -27,8 +28,9 @@ extension CacheIndex {
 
     /// Records that `revision` was accepted with `key` at `date`, unless a higher one was
     /// already (an equal one keeps its first date: the message says when it was first seen).
+    /// On stable storage when this returns.
     public func recordRevision(_ revision: Int64, key: KeyID, at date: Date) throws(StoreError) {
-        try access { db in
+        try durableAccess { db in
             try db.execute(
                 sql: """
                     INSERT INTO \(Self.revisionTable) (keyID, revision, seen) VALUES (?, ?, ?)

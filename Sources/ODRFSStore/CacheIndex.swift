@@ -9,6 +9,11 @@ import ODRFSCore
 ///
 /// The index only ever describes files that were verified and renamed into place
 /// first; `PackStore.reconcile` makes index and files agree after a crash.
+///
+/// Durability: every commit survives a crash of the process (kill -9); what guards trust
+/// (revisions), what users set (priorities) and the rows of verified packs (which would
+/// cost a re-hash to relearn) survive a power cut as well, as soon as their write returns
+/// (``durableAccess(_:)``). Access times and traces may lose their last seconds to one.
 /// Thread-safe: GRDB's `DatabaseQueue` serializes access.
 public final class CacheIndex: Sendable {
     private let database: DatabaseQueue
@@ -18,8 +23,14 @@ public final class CacheIndex: Sendable {
         self.path = path
         var configuration = Configuration()
         configuration.prepareDatabase { db in
-            // WAL: a crash never corrupts the index; NORMAL sync is durable across
-            // process crashes, which is what kill -9 tests.
+            // WAL: a crash never corrupts the index. NORMAL: a commit survives the
+            // process (kill -9) but not the power, its WAL frames unsynced until the next
+            // checkpoint; writes that must survive both go through `durableAccess`.
+            // EXTRA around the switch: a new index switches to WAL through a rollback
+            // journal, and only EXTRA syncs that journal's deletion. Were a power cut to
+            // bring the journal back, it would roll the switch back, truncate the file
+            // and take the WAL, and all the index ever held, with it.
+            try db.execute(sql: "PRAGMA synchronous = EXTRA")
             try db.execute(sql: "PRAGMA journal_mode = WAL")
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
         }
@@ -76,8 +87,10 @@ public final class CacheIndex: Sendable {
         try access { db in try CachedPack.fetchOne(db, key: sha256) }
     }
 
+    /// Records a verified pack, durably: after a power cut the pack is still known and
+    /// served without being hashed again.
     public func save(_ pack: CachedPack) throws(StoreError) {
-        try access { db in try pack.save(db) }
+        try durableAccess { db in try pack.save(db) }
     }
 
     public func removePack(sha256: String) throws(StoreError) {
@@ -102,8 +115,9 @@ public final class CacheIndex: Sendable {
         return Dictionary(rows.map { (Tag($0.tag), $0.priority) }, uniquingKeysWith: { $1 })
     }
 
+    /// `odrfs priority --set`, durably: a user's setting survives a power cut.
     public func setPriority(_ priority: Double?, for tag: Tag) throws(StoreError) {
-        try access { db in
+        try durableAccess { db in
             if let priority {
                 try TagPriority(tag: tag, priority: priority).save(db)
             } else {
@@ -112,9 +126,34 @@ public final class CacheIndex: Sendable {
         }
     }
 
+    /// One transaction, durable across a crash of the process (synchronous = NORMAL).
     func access<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
         do {
             return try database.write(body)
+        } catch {
+            throw StoreError(.io, "cache index \(path): \(error)")
+        }
+    }
+
+    /// One transaction, on stable storage when this returns. In WAL mode SQLite's
+    /// `synchronous = FULL` syncs the WAL at each commit (and with it every earlier
+    /// commit), where NORMAL leaves that to the next checkpoint, so a power cut may take
+    /// every commit since. One fsync per call: for rare writes that must not be lost.
+    func durableAccess<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
+        do {
+            return try database.writeWithoutTransaction { db in
+                // SQLite refuses to change the level inside a transaction: around it, then.
+                // Should NORMAL fail to come back, the connection stays FULL: slower, as safe.
+                try db.execute(sql: "PRAGMA synchronous = FULL")
+                defer { try? db.execute(sql: "PRAGMA synchronous = NORMAL") }
+                var result: T?
+                try db.inTransaction {
+                    result = try body(db)
+                    return .commit
+                }
+                guard let result else { throw DatabaseError(resultCode: .SQLITE_MISUSE, message: "the transaction returned nothing") }
+                return result
+            }
         } catch {
             throw StoreError(.io, "cache index \(path): \(error)")
         }

@@ -16,6 +16,9 @@ import ODRFSCore
 /// <root>/files/<sha>.<offset> passthrough backing files: one large file's bytes copied
 ///                        out of the local pack <sha> (it starts at <offset> there);
 ///                        derived, so emptied at startup
+/// <root>/unverified/<sha>.tar packs of this bundle that the index no longer vouched for at
+///                        startup (a lost or damaged index, a touched file): hashed in the
+///                        background and moved to packs/ only if right
 /// <root>/tmp/            downloads in progress; emptied at startup
 /// <root>/trash/          evicted packs waiting to be unlinked off the lock; emptied at startup
 /// <root>/odrfs.log       the daemon's log
@@ -32,6 +35,7 @@ public struct CacheLayout: Sendable {
     public var packsDirectory: String { root + "/packs" }
     public var indexDirectory: String { root + "/index" }
     public var temporaryDirectory: String { root + "/tmp" }
+    public var unverifiedDirectory: String { root + "/unverified" }
     public var backingFilesDirectory: String { root + "/files" }
     public var trashDirectory: String { root + "/trash" }
     public var lockFile: String { root + "/lock" }
@@ -43,6 +47,11 @@ public struct CacheLayout: Sendable {
     /// The cached copy of `pack`, named by its content hash.
     public func path(of pack: PackDescriptor) -> String {
         packsDirectory + "/" + pack.sha256.hex + ".tar"
+    }
+
+    /// Where a cached copy of `pack` waits to be hashed again (see ``PackStore/reconcile(expected:chunkSize:now:deferringHashes:)``).
+    public func unverifiedPath(of pack: PackDescriptor) -> String {
+        unverifiedDirectory + "/" + pack.sha256.hex + ".tar"
     }
 
     /// The passthrough backing file of the file whose bytes start at `offset` in the

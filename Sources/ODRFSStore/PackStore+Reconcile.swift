@@ -12,6 +12,9 @@ public struct ReconcileReport: Sendable {
     public var reverified: [String] = []
     /// Files deleted: unrecorded and unknown, or failing verification.
     public var deleted: [String] = []
+    /// With `deferringHashes`: this bundle's packs whose files needed a fresh hash, moved
+    /// unhashed to `unverified/` (see `PackStore+Unverified.swift`); not local until then.
+    public var unverified: [PackDescriptor] = []
 }
 
 extension PackStore {
@@ -25,7 +28,14 @@ extension PackStore {
     /// - partial downloads in `tmp/` were already removed when the store opened.
     /// `expected` are the current bundle's packs; verified packs of other versions stay
     /// (they are eviction candidates before anything else).
-    public func reconcile(expected: [PackDescriptor], chunkSize: ByteCount, now: Date = Date()) throws(StoreError) -> ReconcileReport {
+    ///
+    /// `deferringHashes` (a mount starting, with nothing else using the store): files of
+    /// `expected` that need a fresh hash are moved to `unverified/` instead, unread, so that
+    /// a lost index (hashing ~2 s per GiB from disk) does not hold up the mount; copies left
+    /// there by an earlier session are listed again. Without it, `unverified/` is left alone:
+    /// it belongs to the manager that is verifying it.
+    public func reconcile(expected: [PackDescriptor], chunkSize: ByteCount, now: Date = Date(),
+                          deferringHashes: Bool = false) throws(StoreError) -> ReconcileReport {
         var report = ReconcileReport()
         let expectedByHash = Dictionary(expected.map { ($0.sha256.hex, $0) }, uniquingKeysWith: { first, _ in first })
         var records = Dictionary(try index.allPacks().map { ($0.sha256, $0) }, uniquingKeysWith: { first, _ in first })
@@ -49,6 +59,11 @@ extension PackStore {
             }
             // Unrecorded, changed since it was verified, or verified against other chunks
             // than this bundle's descriptor lists: trust only a fresh check.
+            if deferringHashes, let pack = expectedByHash[hash.hex], rename(path, layout.unverifiedPath(of: pack)) == 0 {
+                // Its row, if any, stays: the history is kept if the hash matches.
+                report.unverified.append(pack)
+                continue
+            }
             guard let pack = expectedByHash[hash.hex], verify(path: path, as: pack, chunkSize: chunkSize) else {
                 logger.warning("deleting cached pack that is unrecorded or fails verification", metadata: ["path": "\(path)"])
                 unlink(path)
@@ -66,12 +81,35 @@ extension PackStore {
             report.reverified.append(hash.hex)
             logger.info("re-verified cached pack", metadata: ["pack.id": "\(pack.id)"])
         }
+        if deferringHashes {
+            listUnverified(expected: expectedByHash, into: &report, filesOnDisk: &filesOnDisk)
+        }
         for (hash, record) in records where !filesOnDisk.contains(hash) {
             logger.warning("cache index lists a pack whose file is gone; it will be fetched again", metadata: ["pack.id": "\(record.packID)"])
             try index.removePack(sha256: hash)
             report.missingFiles.append(hash)
         }
         return report
+    }
+
+    /// Copies an earlier session left in `unverified/`: kept for verification if they are
+    /// this bundle's and not verified in `packs/` already, else deleted.
+    private func listUnverified(expected: [String: PackDescriptor], into report: inout ReconcileReport, filesOnDisk: inout Set<String>) {
+        let listed = Set(report.unverified.map(\.sha256.hex))
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: layout.unverifiedDirectory)) ?? [] {
+            let path = layout.unverifiedDirectory + "/" + name
+            guard name.hasSuffix(".tar"), let hash = ContentHash(hex: String(name.dropLast(4))) else {
+                unlink(path)
+                continue
+            }
+            if listed.contains(hash.hex) { continue }
+            guard let pack = expected[hash.hex], report.packs[hash.hex] == nil else {
+                unlink(path)
+                continue
+            }
+            report.unverified.append(pack)
+            filesOnDisk.insert(hash.hex)
+        }
     }
 
     /// Hashes the file at `path` and compares its size and chunk hashes with `pack`.

@@ -24,7 +24,8 @@ public final class PackStore: Sendable {
     /// Opens (creating if needed) the cache at `root` and takes its lock.
     public init(root: String, logger: Logger) throws(StoreError) {
         let layout = CacheLayout(root: root)
-        for directory in [layout.root, layout.packsDirectory, layout.indexDirectory, layout.temporaryDirectory, layout.trashDirectory, layout.backingFilesDirectory] {
+        for directory in [layout.root, layout.packsDirectory, layout.indexDirectory, layout.temporaryDirectory, layout.trashDirectory, layout.backingFilesDirectory,
+                          layout.unverifiedDirectory] {
             try Self.makeDirectory(directory)
         }
         let fd = open(layout.lockFile, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)

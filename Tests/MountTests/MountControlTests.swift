@@ -100,6 +100,23 @@ struct MountControlTests {
         #expect(result.stderr.lowercased().contains("permission") || result.stderr.lowercased().contains("denied"), "\(result.stderr)")
     }
 
+    @Test("odrfs status prints the text of .odrfs/status, the cache line's read path and transport included")
+    func statusFileMatchesCommand() async throws {
+        let fixture = try MountFixture()
+        try await fixture.buildTestBundle()
+        try await fixture.mount()
+        #expect(try await fixture.odrfs(["request", fixture.mountpoint, "Level1"]).status == 0)
+        let command = try await fixture.odrfs(["status", fixture.mountpoint])
+        try #require(command.status == 0, "\(command.stderr)")
+        let file = try String(contentsOfFile: fixture.mountpoint + "/.odrfs/status", encoding: .utf8)
+        // Free space is measured at each read and other tests write to the same disk:
+        // the one value on the cache line that may change between the two reads.
+        func masked(_ text: String) -> String { text.replacing(/free \d+/, with: "free N") }
+        #expect(masked(file) == masked(command.output))
+        let cacheLine = command.output.split(separator: "\n").first { $0.hasPrefix("cache:") } ?? ""
+        #expect(cacheLine.contains("; transport "), "\(cacheLine)")
+    }
+
     @Test("BundleResourceRequest against a real mount: conditional, begin with progress to 1.0, plain file reads, end, errors")
     func clientLibrary() async throws {
         let fixture = try MountFixture()

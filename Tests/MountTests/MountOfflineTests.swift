@@ -83,6 +83,27 @@ struct MountOfflineTests {
         #expect(nginx.requests.count == before, "an --offline mount contacted the origin: \(nginx.requests.suffix(3))")
     }
 
+    /// The mount does not hash the packs a lost index no longer vouches for before it is
+    /// ready (UnverifiedPackTests): here, the daemon's wiring of the two ways back.
+    @Test("a lost cache index: an --offline remount checks the packs on disk again and serves them")
+    func lostIndexOffline() async throws {
+        let fixture = try MountFixture()
+        try await fixture.buildTestBundle()
+        try await fixture.mount()
+        _ = try await Command.run("/bin/cat", [fixture.mountpoint + "/levels/2/map.dat"])
+        #expect(try await fixture.unmount().status == 0)
+        // Gone, as a deleted or damaged index is (or a power cut's, before it was durable).
+        for suffix in ["", "-wal", "-shm"] { unlink(fixture.cache + "/index.sqlite" + suffix) }
+
+        try await fixture.mount(extra: ["--offline"])
+        // Level3 (initial install) came back through its download, Level2 through the background pass.
+        #expect(try fixture.state(of: "Level3") == "downloaded", "\(fixture.log)")
+        #expect(await eventually { (try? fixture.state(of: "Level2")) == "downloaded" }, "\(fixture.log)")
+        let local = try await Command.run("/bin/cat", [fixture.mountpoint + "/levels/2/map.dat"])
+        #expect(local.status == 0 && local.stdout == Data(TestBundle.files["levels/2/map.dat"]!), "\(local.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: fixture.cache + "/unverified").isEmpty)
+    }
+
     @Test("origin down at mount time: mounts offline within seconds, announced, and goes online once the origin returns")
     func automaticOfflineAtMount() async throws {
         let fixture = try MountFixture()

@@ -73,7 +73,7 @@ struct PassthroughMountTests {
         (try? String(contentsOfFile: fixture.mountpoint + "/.odrfs/status", encoding: .utf8)) ?? ""
     }
 
-    /// The read path from the status's cache line: `reads passthrough (1 file passed through now)`.
+    /// The read path from the status's cache line: `reads passthrough (1 file passed through now); transport /dev/fuse`.
     func readsLine(_ fixture: MountFixture) -> String {
         guard let line = statusText(fixture).split(separator: "\n").first(where: { $0.hasPrefix("cache:") }),
               let range = line.range(of: ", reads ") else { return "(none)" }
@@ -113,14 +113,14 @@ struct PassthroughMountTests {
         let reader = try startReader(fixture, name: "passthrough")
         defer { reader.process.stop() }
         #expect(await eventually { reader.printed("opened") })
-        #expect(readsLine(fixture) == "reads passthrough (1 file passed through now)")
+        #expect(readsLine(fixture) == "reads passthrough (1 file passed through now); transport /dev/fuse")
         #expect(try fixture.retains(of: "Big") == 1, "a passthrough open still retains its pack")
         _ = FileManager.default.createFile(atPath: reader.release + ".read", contents: nil)
         #expect(await eventually { reader.printed("ok") }, "\((try? String(contentsOfFile: fixture.root + "/passthrough.err", encoding: .utf8)) ?? "")")
         // A second open of the same file shares the inode's backing file.
         try await catBig(fixture)
         _ = FileManager.default.createFile(atPath: reader.release, contents: nil)
-        #expect(await eventually { readsLine(fixture) == "reads passthrough (0 files passed through now)" })
+        #expect(await eventually { readsLine(fixture) == "reads passthrough (0 files passed through now); transport /dev/fuse" })
         #expect(await eventually { (try? fixture.retains(of: "Big")) == 0 })
 
         let purge = try await fixture.odrfs(["purge", fixture.mountpoint, "Big"])
@@ -149,7 +149,7 @@ struct PassthroughMountTests {
         try await catBig(fixture)
         #expect(await eventually { backingFiles(fixture).count == 1 })
         try await catBig(fixture)
-        #expect(readsLine(fixture) == "reads passthrough (0 files passed through now)")
+        #expect(readsLine(fixture) == "reads passthrough (0 files passed through now); transport /dev/fuse")
         _ = FileManager.default.createFile(atPath: reader.release + ".read", contents: nil)
         #expect(await eventually { reader.printed("ok") }, "\((try? String(contentsOfFile: fixture.root + "/streaming.err", encoding: .utf8)) ?? "")")
         _ = FileManager.default.createFile(atPath: reader.release, contents: nil)
@@ -158,7 +158,7 @@ struct PassthroughMountTests {
         let again = try startReader(fixture, name: "after")
         defer { again.process.stop() }
         #expect(await eventually { again.printed("opened") })
-        #expect(readsLine(fixture) == "reads passthrough (1 file passed through now)")
+        #expect(readsLine(fixture) == "reads passthrough (1 file passed through now); transport /dev/fuse")
         _ = FileManager.default.createFile(atPath: again.release + ".read", contents: nil)
         #expect(await eventually { again.printed("ok") })
     }
@@ -221,11 +221,11 @@ struct PassthroughMountTests {
     func switchedOff() async throws {
         let fixture = try await makeFixture()
         try await fixture.mount(extra: ["--passthrough", "off"])
-        #expect(readsLine(fixture) == "reads fuse (passthrough switched off)", "\(readsLine(fixture))")
+        #expect(readsLine(fixture) == "reads fuse (passthrough switched off); transport /dev/fuse", "\(readsLine(fixture))")
         try await catBig(fixture)
         try await catBig(fixture)
         let held = try await readWhileHeld(fixture, name: "big.bin")
-        #expect(held.readsLine == "reads fuse (passthrough switched off)")
+        #expect(held.readsLine == "reads fuse (passthrough switched off); transport /dev/fuse")
         #expect(held.bytes == Self.bigContents, "big.bin differs")
         // A copy would have started at the first close; give it time to show up.
         try await Task.sleep(for: .milliseconds(300))
@@ -246,7 +246,7 @@ struct PassthroughMountTests {
         let small = try await Command.run("/bin/cat", [fixture.mountpoint + "/big/small.txt"])
         #expect(small.stdout == Data("small".utf8))
         let held = try await readWhileHeld(fixture, name: "mid.bin")
-        #expect(held.readsLine == "reads passthrough (1 file passed through now)", "\(held.readsLine)")
+        #expect(held.readsLine == "reads passthrough (1 file passed through now); transport /dev/fuse", "\(held.readsLine)")
         #expect(held.bytes == Self.midContents, "mid.bin differs when passed through")
         #expect(backingFiles(fixture).count == 1, "small.txt stays below the minimum: \(backingFiles(fixture))")
     }

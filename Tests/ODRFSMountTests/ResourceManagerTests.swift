@@ -3,6 +3,7 @@ import Logging
 import ODRFSCore
 import ODRFSFetch
 @testable import ODRFSMount
+import ODRFSRuntime
 import ODRFSStore
 import TestSupport
 import Testing
@@ -144,6 +145,28 @@ struct ResourceManagerTests {
         #expect(restarted.state(of: level1) == .downloaded)
         #expect(restarted.state(of: PackNumber(2)) == .notDownloaded)
         #expect(origin.downloads(of: bundle.manifest.pack(level1).file) == 1)
+    }
+
+    /// `odrfs priority --set` is answered after the override is in the index (written
+    /// durably, see PowerCutTests): a power cut after the command returns cannot undo it.
+    @Test("setting a priority through the control service returns once the index holds it")
+    func prioritySetReturnsAfterTheWrite() async throws {
+        let cache = try TemporaryDirectory()
+        let logger = Logger(label: "test")
+        let store = try PackStore(root: cache.path, logger: logger)
+        // One I/O thread, kept busy for a moment: a write queued behind it is not done yet.
+        let io = IOExecutor(name: "test-io", threads: 1)
+        let downloader = PackDownloader(origin: FakeOrigin(files: bundle.files), store: store, chunkSize: bundle.manifest.chunkSize, logger: logger)
+        let manager = try ResourceManager(manifest: bundle.manifest, store: store, downloader: downloader, logger: logger, io: io)
+        let busy = Atomic<Bool>(false)
+        io.submit {
+            busy.store(true, ordering: .sequentiallyConsistent)
+            usleep(300_000)
+        }
+        try await waitUntil { busy.load(ordering: .sequentiallyConsistent) }
+        try await MountControlService(manager: manager, logger: logger).setPreservationPriority(0.9, tags: ["Level1"])
+        #expect(try store.index.priorityOverrides() == [Tag("Level1"): 0.9])
+        await manager.shutdown()
     }
 }
 

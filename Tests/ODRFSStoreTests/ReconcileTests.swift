@@ -137,6 +137,41 @@ struct ReconcileTests {
         #expect(report.packs[packA.sha256.hex]?.firstFetch == Date(timeIntervalSince1970: 100), "history kept")
     }
 
+    @Test("deferring hashes: files that need one wait unread in unverified/, the history of their rows kept")
+    func deferredHashes() throws {
+        let cache = try TemporaryDirectory()
+        let store = try PackStore(root: cache.path, logger: logger)
+        try publish(packA, in: store)
+        // A touched pack A (row kept) and an unrecorded pack B whose bytes are wrong: neither is read now.
+        usleep(10_000)
+        try Data(bundle.files[packA.file]!).write(to: URL(fileURLWithPath: store.path(of: packA)))
+        var wrong = bundle.files[packB.file]!
+        wrong[10] ^= 1
+        try Data(wrong).write(to: URL(fileURLWithPath: store.path(of: packB)))
+        let report = try store.reconcile(expected: bundle.manifest.packs, chunkSize: SyntheticBundle.chunkSize, deferringHashes: true)
+        #expect(report.packs.isEmpty && report.deleted.isEmpty && report.reverified.isEmpty)
+        #expect(Set(report.unverified.map(\.id)) == [packA.id, packB.id])
+        #expect(FileManager.default.fileExists(atPath: store.layout.unverifiedPath(of: packB)), "hashed at startup")
+        #expect(!store.contains(packA) && !store.contains(packB))
+
+        // The background check: the right copy goes back with its history, the wrong one goes.
+        let identity = try #require(store.verifyUnverified(packA, chunkSize: SyntheticBundle.chunkSize))
+        #expect(store.moveVerifiedIntoPlace(packA))
+        #expect(try store.recordVerified(packA, identity: identity, now: Date()).firstFetch == Date(timeIntervalSince1970: 100))
+        #expect(store.contains(packA))
+        #expect(store.verifyUnverified(packB, chunkSize: SyntheticBundle.chunkSize) == nil)
+        #expect(!FileManager.default.fileExists(atPath: store.layout.unverifiedPath(of: packB)))
+
+        // A copy still waiting at the next start is listed again; one of another bundle goes.
+        try Data(bundle.files[packB.file]!).write(to: URL(fileURLWithPath: store.layout.unverifiedPath(of: packB)))
+        let stranger = store.layout.unverifiedDirectory + "/" + String(repeating: "ab", count: 32) + ".tar"
+        _ = FileManager.default.createFile(atPath: stranger, contents: Data([1]))
+        let again = try store.reconcile(expected: bundle.manifest.packs, chunkSize: SyntheticBundle.chunkSize, deferringHashes: true)
+        #expect(again.unverified.map(\.id) == [packB.id])
+        #expect(Set(again.packs.keys) == [packA.sha256.hex])
+        #expect(!FileManager.default.fileExists(atPath: stranger))
+    }
+
     @Test("a partial download left in tmp/ is removed when the store opens")
     func partialTemporaryFile() throws {
         let cache = try TemporaryDirectory()

@@ -19,14 +19,16 @@ public final class MountControlService: ControlService {
     private let diskWatchers = Mutex<[UUID: AsyncStream<LowDiskSpaceEvent>.Continuation]>([:])
     /// `odrfs update`; nil when the daemon was built without an origin (tests).
     let updater: BundleUpdater?
-    /// The mount's read path for status (the FUSE session's passthrough state).
-    private let readPath: @Sendable () -> String?
+    /// The status of a manager: ``MountStatus/snapshot(of:passthroughSettings:passthrough:transport:)``
+    /// with the FUSE session's read path in a daemon, the bare snapshot in tests without one.
+    private let snapshot: @Sendable (ResourceManager) -> StatusSnapshot
 
-    init(revisions: MountRevisions, updater: BundleUpdater?, logger: Logger, readPath: @escaping @Sendable () -> String? = { nil }) {
+    init(revisions: MountRevisions, updater: BundleUpdater?, logger: Logger,
+         snapshot: @escaping @Sendable (ResourceManager) -> StatusSnapshot = { $0.snapshot() }) {
         self.revisions = revisions
         self.updater = updater
         self.logger = logger
-        self.readPath = readPath
+        self.snapshot = snapshot
     }
 
     public convenience init(manager: ResourceManager, logger: Logger) {
@@ -34,9 +36,7 @@ public final class MountControlService: ControlService {
     }
 
     public func status() async -> StatusSnapshot {
-        var snapshot = manager.snapshot()
-        snapshot.readPath = readPath()
-        return snapshot
+        snapshot(manager)
     }
 
     public func beginAccessing(
@@ -107,13 +107,13 @@ public final class MountControlService: ControlService {
         return result
     }
 
-    public func setPreservationPriority(_ value: Double, tags: [String]) throws(ControlError) {
+    public func setPreservationPriority(_ value: Double, tags: [String]) async throws(ControlError) {
         guard (0...1).contains(value) else {
             throw ControlError(.badRequest, "preservation priority must be within 0…1, not \(value)")
         }
         for name in tags { try requireTag(name) }
         for name in tags {
-            manager.setPreservationPriority(value, for: Tag(name))
+            await manager.setPreservationPriorityDurably(value, for: Tag(name))
         }
         logger.info("preservation priority set", metadata: ["tags": "\(tags)", "priority": "\(value)"])
     }

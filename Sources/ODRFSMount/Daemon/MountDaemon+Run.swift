@@ -28,6 +28,7 @@ extension MountDaemon {
                 .init(service: ControlSocketService(server: control)),
                 .init(service: MaintenanceService(revisions: revisions)),
                 .init(service: PrefetchService(manager: manager, logger: logger, delay: prefetchDelay, learn: learnPrefetch), successTerminationBehavior: .ignore),
+                .init(service: VerificationService(revisions: revisions), successTerminationBehavior: .ignore),
                 .init(service: OriginProbeService(origin: origin, manifestLimit: manifestLimit, logger: logger),
                       successTerminationBehavior: .ignore),
             ] + watchers,

@@ -59,7 +59,10 @@ public final class MountDaemon: Sendable {
         self.control = ControlServer(
             socketPath: runtime.controlSocket,
             service: MountControlService(revisions: revisions, updater: updater, logger: logger,
-                                         readPath: { [session] in "\(passthrough.readPath(session.passthrough)); transport \(session.transport)" }),
+                                         snapshot: { [session] manager in
+                                             MountStatus.snapshot(of: manager, passthroughSettings: passthrough,
+                                                                  passthrough: session.passthrough, transport: session.transport)
+                                         }),
             logger: logger
         )
         self.logger = logger

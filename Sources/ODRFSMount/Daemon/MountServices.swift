@@ -106,6 +106,20 @@ struct MaintenanceService: Service {
     }
 }
 
+/// The packs a lost or damaged index no longer vouched for, hashed after the mount is
+/// ready (``ResourceManager/verifyUnverifiedPacks(while:)``), while that manager serves.
+/// Ends when done.
+struct VerificationService: Service {
+    let revisions: MountRevisions
+
+    func run() async {
+        let manager = revisions.current
+        await cancelWhenGracefulShutdown {
+            _ = await manager.verifyUnverifiedPacks(while: { [revisions] in revisions.current === manager })
+        }
+    }
+}
+
 /// Prefetch tags, in the manifest's order, at the lowest priority, after the mount is
 /// ready — with `--learn-prefetch`, first the packs this machine's earlier sessions needed,
 /// in that order. Ends when done; stops (with a log line) rather than evict other packs

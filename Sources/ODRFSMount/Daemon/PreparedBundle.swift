@@ -59,8 +59,10 @@ struct PreparedBundle: Sendable {
                 let downloads = configuration.maximumConcurrentDownloads
                 let schedule = configuration.schedule
                 manager = try await io.run { () throws(StoreError) in
+                    // The mount's first manager, alone on the store: it defers re-hashing to the background.
                     try ResourceManager(manifest: manifest, store: store, downloader: downloader, limits: limits,
-                                        maximumConcurrentDownloads: downloads, logger: logger, io: io, schedule: schedule)
+                                        maximumConcurrentDownloads: downloads, logger: logger, io: io, schedule: schedule,
+                                        deferringHashes: true)
                 }
             } catch {
                 throw MountError("cannot read the cache index: \(error)")

@@ -156,8 +156,8 @@ extension BundleFileSystem {
     }
 
     private func openStatusFile(request: consuming FUSERequest) {
-        var snapshot = manager.snapshot()
-        snapshot.readPath = passthroughSettings.readPath(request.passthrough)
+        let snapshot = MountStatus.snapshot(of: manager, passthroughSettings: passthroughSettings,
+                                            passthrough: request.passthrough, transport: request.transport)
         let text = snapshot.renderTable()
         let handle = virtualFiles.open(Array(text.utf8))
         var options = OpenReplyOptions()

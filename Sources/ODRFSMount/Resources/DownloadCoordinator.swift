@@ -202,13 +202,19 @@ final class DownloadCoordinator: Sendable {
             state.slots[index].download.map { ($0.ticket, $0.priority) }
         }) else { return }
         logger.info("fetching pack", metadata: ["pack.id": "\(descriptor.id)", "pack.bytes": "\(descriptor.bytes.value)", "priority": "\(priority)"])
-        // Detached: the download belongs to every waiter, not to the first one, so the
-        // first waiter's cancellation must not cancel it (the last one's does).
         // What the origin sent for this download, for `odrfs_fetched_bytes_total`.
         let tally = DownloadWireTally()
+        // Detached: the download belongs to every waiter, not to the first one, so the
+        // first waiter's cancellation must not cancel it (the last one's does).
         let task = Task.detached(priority: priority <= .prefetch ? .background : .userInitiated) { [self] in
             let started = ContinuousClock.now
             let result: Result<Void, FetchError>
+            // A cached copy waiting to be hashed again (after a lost index) is a local fetch.
+            let (store, chunkSize) = (downloader.store, downloader.chunkSize)
+            if await io.run({ store.adoptUnverified(descriptor, chunkSize: chunkSize, now: Date()) }) != nil {
+                finishDownload(pack, result: .success(()), duration: ContinuousClock.now - started, adopted: true)
+                return
+            }
             do throws(FetchError) {
                 do {
                     try await queue.acquire(ticket, priority: priority)
@@ -279,7 +285,9 @@ final class DownloadCoordinator: Sendable {
         table.metrics.recordFetched(bytes, cause: cause ?? .open)
     }
 
-    private func finishDownload(_ pack: PackNumber, result: Result<Void, FetchError>, duration: Duration) {
+    /// `adopted`: the pack came from its cached copy in `unverified/`, not from the origin
+    /// (not counted as a fetch, no fetch event).
+    private func finishDownload(_ pack: PackNumber, result: Result<Void, FetchError>, duration: Duration, adopted: Bool = false) {
         let index = Int(pack.rawValue)
         let now = table.clock()
         enum Next { case finished([Waiter], VerifiedFile?, dropped: VerifiedFile?), restart(VerifiedFile?) }
@@ -306,7 +314,7 @@ final class DownloadCoordinator: Sendable {
                 state.slots[index].isLocal = true
                 // The published pack is this very file (renamed): later opens share it.
                 if let file { dropped = PackTable.keep(file, for: index, in: &state).dropped }
-                state.slots[index].fetchCount += 1
+                if !adopted { state.slots[index].fetchCount += 1 }
                 state.cachedBytes += table.manifest.pack(pack).bytes.value
                 for waiter in waiters where waiter.retains {
                     crossedInUse = table.retain(index, in: &state, at: now) || crossedInUse
@@ -326,12 +334,14 @@ final class DownloadCoordinator: Sendable {
         case .success:
             // Recorded as local first, then the last bytes are let through.
             file?.complete()
-            logger.info("fetched pack", metadata: [
-                "pack.id": "\(descriptor.id)", "pack.bytes": "\(descriptor.bytes.value)",
-                "waiters": "\(waiters.count)", "duration": "\(duration)",
-            ])
+            if !adopted {
+                logger.info("fetched pack", metadata: [
+                    "pack.id": "\(descriptor.id)", "pack.bytes": "\(descriptor.bytes.value)",
+                    "waiters": "\(waiters.count)", "duration": "\(duration)",
+                ])
+            }
             for waiter in waiters { waiter.resume(.success(file)) }
-            table.events.publish(MountEvent(.fetchFinished, descriptor, bytes: descriptor.bytes.value))
+            if !adopted { table.events.publish(MountEvent(.fetchFinished, descriptor, bytes: descriptor.bytes.value)) }
             // The new pack may have pushed the cache over its limits.
             purger.wake(.afterDownload)
         case .failure(let error):

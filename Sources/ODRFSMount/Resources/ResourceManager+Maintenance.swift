@@ -59,6 +59,24 @@ extension ResourceManager {
         io.submit { [self] in savePriorities() }
     }
 
+    /// ``setPreservationPriority(_:for:)``, returning once the override is on stable storage
+    /// (`odrfs priority --set`: a power cut after the command returns cannot undo it).
+    public func setPreservationPriorityDurably(_ priority: Double?, for tag: Tag) async {
+        table.withState { state in
+            state.priorityOverrides[tag] = priority
+            PackTable.assignPriorities(&state, manifest: manifest)
+        }
+        await io.run { [self] in
+            // The tag's value when the write runs, as in `savePriorities`.
+            let value = table.withState { $0.priorityOverrides[tag] }
+            do {
+                try store.index.setPriority(value, for: tag)
+            } catch {
+                logger.error("cannot save a preservation priority", metadata: ["tag": "\(tag)", "error": "\(error)"])
+            }
+        }
+    }
+
     /// Writes the priority overrides changed since the last save, each with its value at
     /// the time of writing. Blocking (SQLite): I/O executor only.
     func savePriorities() {

@@ -46,9 +46,15 @@ public final class ResourceManager: Sendable {
     /// `--max-background-rate` and `--prefetch-delay`, kept so that an update's manager
     /// schedules like this one.
     let schedule: SchedulerSettings
+    /// Packs whose cached copies wait in `unverified/` for ``verifyUnverifiedPacks()``.
+    let unverified: [PackNumber]
 
     /// Reconciles the cache with the index, then starts with what is verified on disk.
     /// Blocking (it may hash cached files): call it on the I/O executor.
+    ///
+    /// `deferringHashes` (the first manager of a mount): cached copies that need a fresh
+    /// hash are not read now but left to ``verifyUnverifiedPacks()`` or their first download,
+    /// so the mount does not wait for them; they are not local until then.
     public init(
         manifest: Manifest,
         store: PackStore,
@@ -60,7 +66,8 @@ public final class ResourceManager: Sendable {
         availableBytes: (@Sendable () -> Int64?)? = nil,
         io: IOExecutor = .cache,
         schedule: SchedulerSettings = SchedulerSettings(),
-        events: MountEvents = MountEvents()
+        events: MountEvents = MountEvents(),
+        deferringHashes: Bool = false
     ) throws(StoreError) {
         self.manifest = manifest
         tagPacks = TagPackIndex(manifest)
@@ -70,7 +77,10 @@ public final class ResourceManager: Sendable {
         self.logger = logger
         self.io = io
         self.schedule = schedule
-        let report = try store.reconcile(expected: manifest.packs, chunkSize: manifest.chunkSize, now: clock())
+        let report = try store.reconcile(expected: manifest.packs, chunkSize: manifest.chunkSize, now: clock(),
+                                         deferringHashes: deferringHashes)
+        let waiting = Set(report.unverified.map(\.sha256))
+        unverified = manifest.packs.indices.filter { waiting.contains(manifest.packs[$0].sha256) }.map { PackNumber(UInt32($0)) }
         let overrides = try store.index.priorityOverrides()
         table = PackTable(manifest: manifest, limits: limits, clock: clock, verified: report.packs, priorityOverrides: overrides, events: events)
         purger = Purger(table: table, store: store, logger: logger, availableBytes: availableBytes ?? { [store] in store.availableBytes() })

@@ -1,0 +1,52 @@
+import Foundation
+import ODRFSCore
+import ODRFSStore
+
+extension ResourceManager {
+    /// The background pass over the packs whose cached copies wait in `unverified/` (a
+    /// lost or damaged index; see `PackStore+Unverified.swift`): hashes each on the I/O
+    /// executor, one at a time, and makes it local if it is right and nothing fetched it
+    /// meanwhile. A pack an open needs first does not wait for this pass: its download
+    /// adopts the copy itself. Returns the packs made local; stops early when cancelled or
+    /// when `isServing` turns false (an update retired this manager: the copies left are
+    /// adopted by the new revision's downloads, or listed again at the next mount).
+    @discardableResult
+    public func verifyUnverifiedPacks(while isServing: @Sendable () -> Bool = { true }) async -> Int {
+        var adopted = 0
+        for pack in unverified {
+            if Task.isCancelled || !isServing() { break }
+            let descriptor = manifest.pack(pack)
+            // Local or downloading already: the download adopts (or has adopted) the copy.
+            guard state(of: pack) == .notDownloaded else { continue }
+            let chunkSize = manifest.chunkSize
+            let identity = await io.run { [store] in store.verifyUnverified(descriptor, chunkSize: chunkSize) }
+            guard let identity, !Task.isCancelled, isServing() else { continue }
+            let index = Int(pack.rawValue)
+            // Under the lock: no download owns the path, so moving the copy there is safe.
+            let moved = table.withState { state -> Bool in
+                guard !state.slots[index].isLocal, state.slots[index].download == nil,
+                      store.moveVerifiedIntoPlace(descriptor) else { return false }
+                state.slots[index].isLocal = true
+                state.cachedBytes += descriptor.bytes.value
+                return true
+            }
+            guard moved else { continue }
+            adopted += 1
+            let now = table.clock()
+            do {
+                let record = try await io.run { [store] () throws(StoreError) in
+                    try store.recordVerified(descriptor, identity: identity, now: now)
+                }
+                table.withState { state in
+                    if state.slots[index].lastAccess == nil { state.slots[index].lastAccess = record.lastAccess }
+                }
+            } catch {
+                // Local for this session; unrecorded, so the next startup hashes it again.
+                logger.error("cannot record a re-verified pack", metadata: ["pack.id": "\(descriptor.id)", "error": "\(error)"])
+            }
+            // A pack back in the cache may have pushed it over its limits.
+            purger.wake(.afterDownload)
+        }
+        return adopted
+    }
+}
