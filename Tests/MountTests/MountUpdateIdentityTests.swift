@@ -56,7 +56,7 @@ struct MountUpdateIdentityTests {
         // The claim was tried and failed: the pack was downloaded whole, so it holds revision 2.
         #expect(fixture.log.contains("downloading it whole"), "the forged digest was never used: \(fixture.log)")
         // And the switch read both revisions' bytes and found them different.
-        #expect(fixture.log.contains("gives changed files their old SHA-256"), "\(fixture.log)")
+        #expect(fixture.log.contains("same SHA-256 in both file indexes have different bytes"), "\(fixture.log)")
 
         #expect(MountUpdateTests.inode(mnt + "/" + path) != inodeBefore, "a changed file kept its inode on an unverified digest")
         // A new open reads revision 2 (not revision 1's pages still cached for the old inode).

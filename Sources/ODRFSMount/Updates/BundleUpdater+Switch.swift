@@ -38,7 +38,8 @@ extension BundleUpdater {
         logger.info("bundle updated", metadata: [
             "revision": "\(report.mountedRevision)", "new.revision": "\(candidate.manifest.revision)",
             "download.bytes": "\(report.downloadBytes)", "reused.bytes": "\(report.reusedBytes)",
-            "kept.files": "\(switched.keptFiles)", "refused.digests": "\(switched.refusedDigests)", "stale.entries": "\(switched.staleEntries.count)",
+            "kept.files": "\(switched.keptFiles)", "refused.digests": "\(switched.refusedDigests)",
+            "stale.entries": "\(switched.staleEntries.count)",
             "duration": "\(ContinuousClock.now - started)",
         ])
         var done = report
@@ -137,7 +138,8 @@ extension BundleUpdater {
             return (transition, bytes.comparedBytes, bytes.mismatches)
         }
         if mismatches > 0 {
-            logger.notice("the new file index gives changed files their old SHA-256; they become new files", metadata: [
+            // One index's SHA-256 is wrong (a broken or hostile build): worth an operator's eye.
+            logger.notice("files with the same SHA-256 in both file indexes have different bytes; they become new files", metadata: [
                 "files": "\(mismatches)", "new.revision": "\(manifest.revision)", "index": "\(manifest.index.file)",
             ])
         }
