@@ -4,6 +4,7 @@ import ODRFSBuild
 import ODRFSCore
 @testable import ODRFSMount
 import TestSupport
+import Synchronization
 import Testing
 
 /// What an update plans from two revisions built by `odrfs build`: which packs changed,
@@ -155,7 +156,9 @@ import Testing
         files.removeValue(forKey: "b/four.bin")   // and with it the directory b
         let new = try Self.build(files, in: root.path, name: "r2")
         let oldInodes = InodeMap(entryCount: old.index.entryCount)
-        let transition = RevisionTransition.make(from: old.index, oldInodes, old.manifest, to: new.index, new.manifest)
+        // As if both revisions' packs were local and the bytes of files with equal digests matched.
+        let transition = RevisionTransition.make(from: old.index, oldInodes, old.manifest, to: new.index, new.manifest,
+                                                 sameBytes: { _, _ in true })
         let inode = { (index: FileIndex, map: InodeMap, path: String) -> UInt64 in map.inode(for: index.lookup(path: path)!).rawValue }
         #expect(inode(new.index, transition.inodes, "a/one.bin") == inode(old.index, oldInodes, "a/one.bin"))
         #expect(inode(new.index, transition.inodes, "readme.txt") == inode(old.index, oldInodes, "readme.txt"))
@@ -176,6 +179,32 @@ import Testing
         let removed = oldInodes.inode(for: old.index.lookup(path: "b/four.bin")!)
         #expect(new.index.lookup(path: "b") == nil)
         #expect(transition.inodes.node(for: removed) == nil)
+    }
+
+    /// Issue 26, item 8: equal digests in the two indexes only say which files to read; a
+    /// file whose bytes are not shown the same becomes a new file, while one at the same
+    /// place in an unchanged pack keeps its inode without a read.
+    @Test func aDigestAloneKeepsNoInode() throws {
+        let root = try TemporaryDirectory()
+        let old = try Self.build(Self.revision1, in: root.path, name: "r1")
+        let new = try Self.build(Self.revision2, in: root.path, name: "r2")
+        let oldInodes = InodeMap(entryCount: old.index.entryCount)
+        let asked = Mutex<[UInt64]>([])
+        let transition = RevisionTransition.make(from: old.index, oldInodes, old.manifest, to: new.index, new.manifest,
+                                                 sameBytes: { _, b in
+                                                     asked.withLock { $0.append(b.dataOffset) }
+                                                     return false
+                                                 })
+        let inode = { (index: FileIndex, map: InodeMap, path: String) -> UInt64 in map.inode(for: index.lookup(path: path)!).rawValue }
+        // a/one.bin is unchanged, but its pack (A) changed: only its digest says so.
+        let one = try #require(new.index.entry(new.index.lookup(path: "a/one.bin")!))
+        #expect(asked.withLock { $0 } == [one.dataOffset], "asked about files other than the one whose digest claims it is unchanged")
+        #expect(inode(new.index, transition.inodes, "a/one.bin") >= oldInodes.nextFreeInode)
+        #expect(transition.staleEntries.contains { $0.name == "one.bin" })
+        #expect(transition.refusedDigests == 1)
+        // Pack B and the base pack did not change: their files keep their inodes, unread.
+        #expect(inode(new.index, transition.inodes, "readme.txt") == inode(old.index, oldInodes, "readme.txt"))
+        #expect(inode(new.index, transition.inodes, "b/four.bin") == inode(old.index, oldInodes, "b/four.bin"))
     }
 
     @Test func subtractingRanges() {

@@ -43,7 +43,8 @@ extension BundleUpdater {
         logger.info("bundle updated", metadata: [
             "revision": "\(report.mountedRevision)", "new.revision": "\(candidate.manifest.revision)",
             "download.bytes": "\(report.downloadBytes)", "reused.bytes": "\(report.reusedBytes)",
-            "kept.files": "\(switched.keptFiles)", "stale.entries": "\(switched.staleEntries.count)",
+            "kept.files": "\(switched.keptFiles)", "refused.digests": "\(switched.refusedDigests)",
+            "stale.entries": "\(switched.staleEntries.count)",
             "duration": "\(ContinuousClock.now - started)",
         ])
         var done = report
@@ -135,10 +136,25 @@ extension BundleUpdater {
         if let available = check.availableRevision, let date = check.lastCheck {
             manager.updateCheck.record(availableRevision: available, at: date)
         }
-        let (oldIndex, oldInodes, oldManifest, newIndex) = (previous.index, previous.inodes, old.manifest, candidate.index)
-        let transition = await io.run {
-            RevisionTransition.make(from: oldIndex, oldInodes, oldManifest, to: newIndex, manifest)
+        let (oldIndex, oldInodes, oldManifest, newIndex, store) = (previous.index, previous.inodes, old.manifest, candidate.index, old.store)
+        // Reads the packs of files whose digests claim they are unchanged: on the I/O executor.
+        let started = ContinuousClock.now
+        let (transition, comparedBytes, mismatches) = await io.run {
+            let bytes = VerifiedFileBytes(store: store, mounted: oldManifest, available: manifest)
+            let transition = RevisionTransition.make(from: oldIndex, oldInodes, oldManifest, to: newIndex, manifest,
+                                                     sameBytes: bytes.same)
+            return (transition, bytes.comparedBytes, bytes.mismatches)
         }
+        if mismatches > 0 {
+            // One index's SHA-256 is wrong (a broken or hostile build): worth an operator's eye.
+            logger.notice("files with the same SHA-256 in both file indexes have different bytes; they become new files", metadata: [
+                "files": "\(mismatches)", "new.revision": "\(manifest.revision)", "index": "\(manifest.index.file)",
+            ])
+        }
+        logger.debug("update: compared the bytes of files whose digests say they are unchanged", metadata: [
+            "compared.bytes": "\(comparedBytes)", "refused.digests": "\(transition.refusedDigests)",
+            "duration": "\(ContinuousClock.now - started)",
+        ])
         let next = BundleFileSystem(index: candidate.index, manager: manager, logger: logger,
                                     inodes: transition.inodes, previous: previous)
         revisions.retire(old)

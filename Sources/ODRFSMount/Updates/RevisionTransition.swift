@@ -6,12 +6,16 @@ import ODRFSCore
 ///
 /// Both trees are walked together, directory by directory (children are sorted by name
 /// bytes in both indexes, so each directory is one merge). An entry keeps its inode number
-/// when its path, kind and attributes are the same and, for a file, its bytes are the same
-/// (equal SHA-256 when both indexes record it, else the same offset in a pack with the
-/// same content hash); for a symlink, the same target. Directories at the same path keep
-/// theirs. Everything else gets a fresh number, and the old name is invalidated in the
-/// kernel (`staleEntries`), so the next lookup finds the new inode while open handles keep
-/// the old one. Directories whose listing or attributes changed are invalidated whole
+/// when its path, kind and attributes are the same and, for a file, its bytes are known to
+/// be the same: the same offset in a pack with the same content hash, or — where both
+/// indexes record equal SHA-256s — bytes read from both revisions' verified packs and
+/// found equal (`sameBytes`, see ``VerifiedFileBytes``). A digest alone decides nothing:
+/// the kernel keeps a kept inode's page cache (`keep_cache`), so a new index that gave a
+/// changed file the old digest would mix two revisions within one file. For a symlink,
+/// the same target. Directories at the same path keep theirs. Everything else gets a
+/// fresh number, and the old name is invalidated in the kernel (`staleEntries`), so the
+/// next lookup finds the new inode while open handles keep the old one (and the old
+/// inode's pages). Directories whose listing or attributes changed are invalidated whole
 /// (`staleDirectories`), which drops their cached listing.
 struct RevisionTransition: Sendable {
     let inodes: InodeMap
@@ -20,15 +24,23 @@ struct RevisionTransition: Sendable {
     let staleDirectories: [InodeNumber]
     /// Files whose inode number was kept.
     let keptFiles: Int
+    /// Files whose digests claimed they were unchanged but whose bytes could not be shown
+    /// the same (they differ, or a pack of either revision is not local): new files.
+    let refusedDigests: Int
 
+    /// `sameBytes(old, new)`: whether the two files' bytes, read from the cache, are equal;
+    /// asked only for files whose digests claim so. Blocking: call this on the I/O executor.
     static func make(from old: FileIndex, _ oldInodes: InodeMap, _ oldManifest: Manifest,
-                     to new: FileIndex, _ newManifest: Manifest) -> RevisionTransition {
-        var builder = Builder(old: old, oldInodes: oldInodes, oldManifest: oldManifest, new: new, newManifest: newManifest)
+                     to new: FileIndex, _ newManifest: Manifest,
+                     sameBytes: @escaping (IndexEntry, IndexEntry) -> Bool) -> RevisionTransition {
+        var builder = Builder(old: old, oldInodes: oldInodes, oldManifest: oldManifest, new: new, newManifest: newManifest,
+                              sameBytes: sameBytes)
         builder.walk()
         let renumbering = InodeRenumbering(inodes: builder.inodes, nextFreeInode: builder.next)
         return RevisionTransition(
             inodes: InodeMap(entryCount: new.entryCount, renumbering: renumbering, following: oldInodes),
-            staleEntries: builder.staleEntries, staleDirectories: builder.staleDirectories, keptFiles: builder.keptFiles)
+            staleEntries: builder.staleEntries, staleDirectories: builder.staleDirectories, keptFiles: builder.keptFiles,
+            refusedDigests: builder.refusedDigests)
     }
 
     private struct Builder {
@@ -37,18 +49,22 @@ struct RevisionTransition: Sendable {
         let oldManifest: Manifest
         let new: FileIndex
         let newManifest: Manifest
+        let sameBytes: (IndexEntry, IndexEntry) -> Bool
         var inodes: [UInt64]
         var next: UInt64
         var staleEntries: [(parent: InodeNumber, name: String)] = []
         var staleDirectories: [InodeNumber] = []
         var keptFiles = 0
+        var refusedDigests = 0
 
-        init(old: FileIndex, oldInodes: InodeMap, oldManifest: Manifest, new: FileIndex, newManifest: Manifest) {
+        init(old: FileIndex, oldInodes: InodeMap, oldManifest: Manifest, new: FileIndex, newManifest: Manifest,
+             sameBytes: @escaping (IndexEntry, IndexEntry) -> Bool) {
             self.old = old
             self.oldInodes = oldInodes
             self.oldManifest = oldManifest
             self.new = new
             self.newManifest = newManifest
+            self.sameBytes = sameBytes
             self.inodes = [UInt64](repeating: 0, count: new.entryCount)
             self.next = oldInodes.nextFreeInode
         }
@@ -114,7 +130,7 @@ struct RevisionTransition: Sendable {
             return (o, n)
         }
 
-        private func isSame(_ o: EntryNumber, _ n: EntryNumber) -> Bool {
+        private mutating func isSame(_ o: EntryNumber, _ n: EntryNumber) -> Bool {
             guard let a = old.entry(o), let b = new.entry(n), a.kind == b.kind, a.permissions == b.permissions,
                   a.modificationTime == b.modificationTime, a.size == b.size else { return false }
             switch a.kind {
@@ -123,9 +139,14 @@ struct RevisionTransition: Sendable {
             case .symlink:
                 return old.symlinkTarget(of: o) == new.symlinkTarget(of: n)
             case .regularFile:
-                if let x = old.sha256(of: o), let y = new.sha256(of: n) { return x == y }
-                guard let p = a.pack, let q = b.pack, let x = oldManifest.packIfPresent(p), let y = newManifest.packIfPresent(q) else { return false }
-                return x.sha256 == y.sha256 && a.dataOffset == b.dataOffset
+                // The same place in one verified pack: the same bytes, nothing to read.
+                if let p = a.pack, let q = b.pack, let x = oldManifest.packIfPresent(p), let y = newManifest.packIfPresent(q),
+                   x.sha256 == y.sha256, a.dataOffset == b.dataOffset { return true }
+                // Elsewhere: the indexes' digests only say which files are worth reading.
+                guard let x = old.sha256(of: o), let y = new.sha256(of: n), x == y else { return false }
+                if sameBytes(a, b) { return true }
+                refusedDigests += 1
+                return false
             }
         }
 
