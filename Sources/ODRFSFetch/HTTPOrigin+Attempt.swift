@@ -33,6 +33,11 @@ extension HTTPOrigin {
         var received: Int64 = 0
         do {
             for try await var chunk in response.body {
+                // Checked as bytes arrive, not only when an attempt fails: a server that sends
+                // a byte every few seconds never trips the read timeout.
+                if transfer.hasLapsed(fetchDeadline) {
+                    throw AttemptFailure.transient("slower than \(lowSpeedLimit.value) bytes/s (--low-speed-limit) for \(fetchDeadline)")
+                }
                 received += Int64(chunk.readableBytes)
                 if skip > 0 {
                     let dropped = Int(min(skip, Int64(chunk.readableBytes)))
@@ -48,7 +53,9 @@ extension HTTPOrigin {
                     throw AttemptFailure.fatal(FetchError(.corrupt, "\(shown) on the origin is larger than the \(expectedBytes.value) bytes expected"))
                 }
                 let count = Int64(chunk.readableBytes)
+                let handing = ContinuousClock.now
                 do throws(FetchError) { try await consume(chunk) } catch { throw AttemptFailure.fatal(error) }
+                transfer.excuse(ContinuousClock.now - handing)
                 transfer.delivered += count
             }
         } catch let failure as AttemptFailure {

@@ -54,7 +54,8 @@ extension HTTPOrigin {
             }
             let before = remaining.byteCount
             do throws(AttemptFailure) {
-                try await multiRangeAttempt(path, fileBytes: fileBytes, shown: shown, remaining: &remaining, consume: consume)
+                try await multiRangeAttempt(path, fileBytes: fileBytes, shown: shown, remaining: &remaining,
+                                            progress: &progress, consume: consume)
                 if ignoresMultipleRanges.withLock({ $0 }) { continue }
                 guard remaining.isEmpty else { throw AttemptFailure.transient("the response ended before every range arrived") }
                 return
@@ -65,7 +66,6 @@ extension HTTPOrigin {
                 case .transient(let text, _), .unreachable(let text): reason = text
                 }
                 failuresInARow = remaining.byteCount < before ? 1 : failuresInARow + 1
-                progress.credit(before - remaining.byteCount)
                 guard failuresInARow < 3 else {
                     throw FetchError(.unreachable, "cannot fetch \(remaining.ranges.count) range(s) of \(shown) after 3 attempts: \(reason)")
                 }
@@ -84,7 +84,7 @@ extension HTTPOrigin {
 
     /// One request for `remaining`; what arrives is handed on and removed from `remaining`.
     private func multiRangeAttempt(_ path: String, fileBytes: ByteCount, shown: String, remaining: inout ByteRanges,
-                                   consume: RangeSink) async throws(AttemptFailure) {
+                                   progress: inout ProgressMark, consume: RangeSink) async throws(AttemptFailure) {
         let asked = remaining
         var headers = HTTPHeaders()
         headers.add(name: "Range", value: asked.headerValue)
@@ -94,7 +94,7 @@ extension HTTPOrigin {
         case 206:
             if let boundary = response.headers.first(name: "Content-Type").flatMap(MultipartByteRanges.boundary(fromContentType:)) {
                 var parser = MultipartByteRanges(boundary: boundary, requested: asked.ranges, fileBytes: fileBytes.value)
-                try await readMultipart(response, parser: &parser, shown: shown, remaining: &remaining, consume: consume)
+                try await readMultipart(response, parser: &parser, shown: shown, remaining: &remaining, progress: &progress, consume: consume)
                 return
             }
             // One range for all: it must hold every byte asked for, inside the file.
@@ -104,7 +104,7 @@ extension HTTPOrigin {
                   answered.first <= first.lowerBound, answered.last >= last.upperBound - 1 else {
                 throw .fatal(FetchError(.corrupt, "\(shown) answered a request for \(asked.ranges.count) ranges with other bytes"))
             }
-            try await readWhole(response, from: answered.first, shown: shown, remaining: &remaining, consume: consume)
+            try await readWhole(response, from: answered.first, shown: shown, remaining: &remaining, progress: &progress, consume: consume)
         case 200:
             if asked.ranges.count > 1 {
                 ignoresMultipleRanges.withLock { $0 = true }
@@ -115,7 +115,7 @@ extension HTTPOrigin {
                 let unwanted = (asked.ranges.last?.upperBound ?? 0) - asked.byteCount
                 guard unwanted <= max(asked.byteCount, Self.maximumUnwantedBytes) else { return }
             }
-            try await readWhole(response, from: 0, shown: shown, remaining: &remaining, consume: consume)
+            try await readWhole(response, from: 0, shown: shown, remaining: &remaining, progress: &progress, consume: consume)
         default:
             throw .unexpected(response, url: shown, asked: "ranges of \(shown)")
         }
@@ -123,9 +123,10 @@ extension HTTPOrigin {
 
     /// A `multipart/byteranges` body, read until its closing delimiter.
     private func readMultipart(_ response: HTTPClientResponse, parser: inout MultipartByteRanges, shown: String,
-                               remaining: inout ByteRanges, consume: RangeSink) async throws(AttemptFailure) {
+                               remaining: inout ByteRanges, progress: inout ProgressMark, consume: RangeSink) async throws(AttemptFailure) {
         do {
             for try await chunk in response.body {
+                try checkProgress(progress)
                 let pieces: [MultipartByteRanges.Piece]
                 do {
                     pieces = try chunk.withUnsafeReadableBytes { (bytes) throws(MultipartByteRanges.Failure) in try parser.feed(bytes) }
@@ -134,7 +135,10 @@ extension HTTPOrigin {
                 }
                 for piece in pieces {
                     guard let slice = chunk.getSlice(at: chunk.readerIndex + piece.bytes.lowerBound, length: piece.bytes.count) else { continue }
+                    progress.credit(Int64(piece.bytes.count))
+                    let handing = ContinuousClock.now
                     do throws(FetchError) { try await consume(piece.offset, slice) } catch { throw AttemptFailure.fatal(error) }
+                    progress.excuse(ContinuousClock.now - handing)
                     remaining.remove(piece.offset..<(piece.offset + Int64(piece.bytes.count)))
                 }
                 if parser.isComplete { return }
@@ -150,18 +154,22 @@ extension HTTPOrigin {
     /// A body holding the file from byte `start` on (a 200, or one 206 range covering
     /// them all): hands on the bytes still wanted and stops after the last of them.
     private func readWhole(_ response: HTTPClientResponse, from start: Int64, shown: String,
-                           remaining: inout ByteRanges, consume: RangeSink) async throws(AttemptFailure) {
+                           remaining: inout ByteRanges, progress: inout ProgressMark, consume: RangeSink) async throws(AttemptFailure) {
         let wanted = remaining
         guard let end = wanted.ranges.last?.upperBound else { return }
         var position = start
         do {
             for try await chunk in response.body {
+                try checkProgress(progress)
                 let at = position
                 // The position never passes `end` (the loop stops there), so this cannot overflow.
                 position += Int64(chunk.readableBytes)
                 for piece in wanted.pieces(ofChunkAt: at, count: chunk.readableBytes) {
                     guard let slice = chunk.getSlice(at: chunk.readerIndex + piece.indexes.lowerBound, length: piece.indexes.count) else { continue }
+                    progress.credit(Int64(piece.indexes.count))
+                    let handing = ContinuousClock.now
                     do throws(FetchError) { try await consume(piece.offset, slice) } catch { throw AttemptFailure.fatal(error) }
+                    progress.excuse(ContinuousClock.now - handing)
                     remaining.remove(piece.offset..<(piece.offset + Int64(piece.indexes.count)))
                 }
                 if position >= end { return }
@@ -170,6 +178,15 @@ extension HTTPOrigin {
             throw failure
         } catch {
             throw AttemptFailure.classify(error, url: shown)
+        }
+    }
+
+    /// Fails the attempt once the fetch has gone `fetchDeadline` without progress at the
+    /// low-speed limit: checked as bytes arrive, since a server that sends a byte every few
+    /// seconds never trips the read timeout.
+    private func checkProgress(_ progress: ProgressMark) throws(AttemptFailure) {
+        if progress.hasLapsed(fetchDeadline) {
+            throw .transient("slower than \(lowSpeedLimit.value) bytes/s (--low-speed-limit) for \(fetchDeadline)")
         }
     }
 }

@@ -23,10 +23,12 @@ extension HTTPOrigin {
         guard !range.isEmpty else { return }
         let shown = address.displayURL(for: path)
         var lastReason = ""
+        var progress = ProgressMark(lowSpeedLimit: lowSpeedLimit)
         for attempt in 1...3 {
             var delivered: Int64 = 0
             do {
-                try await rangeAttempt(path, range: range, fileBytes: fileBytes, shown: shown, delivered: &delivered, consume: consume)
+                try await rangeAttempt(path, range: range, fileBytes: fileBytes, shown: shown, delivered: &delivered,
+                                       progress: &progress, consume: consume)
                 return
             } catch {
                 switch error {
@@ -47,7 +49,7 @@ extension HTTPOrigin {
     }
 
     private func rangeAttempt(_ path: String, range: Range<Int64>, fileBytes: ByteCount, shown: String, delivered: inout Int64,
-                              consume: (ByteBuffer) async throws(FetchError) -> Void) async throws(AttemptFailure) {
+                              progress: inout ProgressMark, consume: (ByteBuffer) async throws(FetchError) -> Void) async throws(AttemptFailure) {
         var headers = HTTPHeaders()
         headers.add(name: "Range", value: "bytes=\(range.lowerBound)-\(range.upperBound - 1)")
         let response = try await execute(address.url(for: path), headers: headers,
@@ -68,6 +70,9 @@ extension HTTPOrigin {
         let wanted = Int64(range.count)
         do {
             for try await var chunk in response.body {
+                if progress.hasLapsed(fetchDeadline) {
+                    throw AttemptFailure.transient("slower than \(lowSpeedLimit.value) bytes/s (--low-speed-limit) for \(fetchDeadline)")
+                }
                 if skip > 0 {
                     let dropped = Int(min(skip, Int64(chunk.readableBytes)))
                     chunk.moveReaderIndex(forwardBy: dropped)
@@ -76,7 +81,10 @@ extension HTTPOrigin {
                 let take = Int(min(Int64(chunk.readableBytes), wanted - delivered))
                 guard take > 0 else { continue }
                 if take < chunk.readableBytes { chunk = chunk.getSlice(at: chunk.readerIndex, length: take) ?? chunk }
+                progress.credit(Int64(take))
+                let handing = ContinuousClock.now
                 do throws(FetchError) { try await consume(chunk) } catch { throw AttemptFailure.fatal(error) }
+                progress.excuse(ContinuousClock.now - handing)
                 delivered += Int64(take)
                 // A whole-file answer: stop reading once the range is in.
                 if delivered == wanted { break }

@@ -7,19 +7,31 @@ import ODRFSCore
 /// lets the mark fall behind, across attempts, until `mark + fetch deadline` passes. So a
 /// server that sends a hundred bytes and stalls on every attempt fails the fetch after
 /// about the deadline, instead of resetting it with every resumed attempt.
-struct ProgressMark: Sendable {
+public struct ProgressMark: Sendable {
     /// The instant a fetch's deadline counts from.
-    private(set) var instant: ContinuousClock.Instant
+    public private(set) var instant: ContinuousClock.Instant
     /// Bytes per second below which arriving bytes do not keep the fetch alive; 0: any byte does.
-    let lowSpeedLimit: Int64
+    public let lowSpeedLimit: Int64
 
-    init(lowSpeedLimit: ByteCount, now: ContinuousClock.Instant = .now) {
+    public init(lowSpeedLimit: ByteCount, now: ContinuousClock.Instant = .now) {
         self.instant = now
         self.lowSpeedLimit = max(0, lowSpeedLimit.value)
     }
 
+    /// Whether `deadline` has passed since the mark: the fetch has made no progress.
+    public func hasLapsed(_ deadline: Duration, now: ContinuousClock.Instant = .now) -> Bool {
+        now >= instant + deadline
+    }
+
+    /// Time the fetch spent handing bytes on (a disk write, a rate limit) is not the
+    /// server's: the mark moves forward by it, never past now.
+    public mutating func excuse(_ duration: Duration, now: ContinuousClock.Instant = .now) {
+        guard duration > .zero else { return }
+        instant = min(max(instant, now), instant + duration)
+    }
+
     /// Credits `count` new bytes that arrived `now`.
-    mutating func credit(_ count: Int64, now: ContinuousClock.Instant = .now) {
+    public mutating func credit(_ count: Int64, now: ContinuousClock.Instant = .now) {
         guard count > 0 else { return }
         guard lowSpeedLimit > 0 else {
             instant = max(instant, now)

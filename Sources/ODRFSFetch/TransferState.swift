@@ -28,6 +28,16 @@ struct TransferState {
         progress.credit(count, now: now)
     }
 
+    /// Time spent handing bytes on does not count against the server (``ProgressMark/excuse(_:now:)``).
+    mutating func excuse(_ duration: Duration) {
+        progress.excuse(duration)
+    }
+
+    /// Whether `deadline` has passed without progress at the low-speed limit.
+    func hasLapsed(_ deadline: Duration) -> Bool {
+        progress.hasLapsed(deadline)
+    }
+
     /// How to read a response body.
     struct BodyPlan {
         /// Leading bytes of the body that `consume` already has.

@@ -25,6 +25,9 @@ public final class FaultOrigin: Sendable {
         /// Honours `Range` as `.serve` does, sends the first `n` bytes of the answer, then
         /// silence: a server that trickles and stalls on every attempt.
         case trickle(after: Int)
+        /// Honours `Range` as `.serve` does, then one byte of the answer every
+        /// `milliseconds`, for ever: never silent long enough for a read timeout.
+        case drip(milliseconds: Int)
         /// The whole file with 200 whatever Range says, `n` body bytes, then silence: a CDN
         /// that stalls again in the part a resuming client already has.
         case stallIgnoringRange(after: Int)
@@ -237,6 +240,21 @@ private final class FaultHandler: ChannelInboundHandler {
         case .stall:
             writeHead(status: status, headers: headers, length: body.count, context: context)
             context.flush()
+        case .drip(let milliseconds):
+            writeHead(status: status, headers: headers, length: body.count, context: context)
+            context.flush()
+            let channel = context.channel
+            let bytes = Array(body)
+            @Sendable func drip(_ index: Int) {
+                guard index < bytes.count, channel.isActive else { return }
+                channel.eventLoop.scheduleTask(in: .milliseconds(Int64(milliseconds))) {
+                    var buffer = channel.allocator.buffer(capacity: 1)
+                    buffer.writeInteger(bytes[index])
+                    channel.writeAndFlush(HTTPServerResponsePart.body(.byteBuffer(buffer)), promise: nil)
+                    drip(index + 1)
+                }
+            }
+            drip(0)
         case .stallIgnoringRange(let count), .trickle(let count):
             writeHead(status: status, headers: headers, length: body.count, context: context)
             var buffer = context.channel.allocator.buffer(capacity: count)

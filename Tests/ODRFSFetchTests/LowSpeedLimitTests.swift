@@ -89,4 +89,30 @@ struct LowSpeedLimitTests {
             #expect(took < .seconds(15), "\(took)")
         }
     }
+
+    /// One byte every 100 ms on one connection: the read timeout never fires, so only a
+    /// check as bytes arrive ends it (the review of issue 26 found this hole).
+    @Test func aDripOnOneConnectionFailsAfterTheDeadline() async throws {
+        let file = testBytes(100_000)
+        try await withFaultOrigin { server in
+            server.setFile("/packs/p.tar", file)
+            server.script("/packs/p.tar", Array(repeating: .drip(milliseconds: 100), count: 1000))
+            var options = OriginOptions(fetchDeadline: .seconds(2))
+            options.lowSpeedLimit = .kibibytes(1)
+            let started = ContinuousClock.now
+            try await withHTTPOrigin(server.baseURL, options: options) { origin in
+                let error = await #expect(throws: FetchError.self) {
+                    _ = try await origin.bytes(of: "packs/p.tar", expected: file.count)
+                }
+                #expect(error?.message.contains("--low-speed-limit") == true, "\(String(describing: error))")
+                // The same through a range request (an update's span).
+                let ranged = await #expect(throws: FetchError.self) {
+                    try await origin.download("packs/p.tar", range: 0..<50_000, fileBytes: ByteCount(Int64(file.count))) { (_: ByteBuffer) throws(FetchError) in }
+                }
+                #expect(ranged?.message.contains("--low-speed-limit") == true, "\(String(describing: ranged))")
+            }
+            let took = ContinuousClock.now - started
+            #expect(took < .seconds(30), "\(took)")
+        }
+    }
 }

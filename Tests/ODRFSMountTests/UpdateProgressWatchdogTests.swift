@@ -6,7 +6,7 @@ import Testing
 @Suite(.timeLimit(.minutes(1)))
 struct UpdateProgressWatchdogTests {
     @Test func noProgressForTheLimitFailsAndCancelsTheWork() async {
-        let watchdog = UpdateProgressWatchdog(limit: .milliseconds(400))
+        let watchdog = UpdateProgressWatchdog(limit: .milliseconds(400), lowSpeedLimit: .kibibytes(1))
         let started = ContinuousClock.now
         let error = await #expect(throws: ControlError.self) {
             try await watchdog.bound(failure: { _ in ControlError(.originUnreachable, "gave up") }) { () throws(ControlError) in
@@ -20,7 +20,7 @@ struct UpdateProgressWatchdogTests {
     }
 
     @Test func workThatKeepsMovingIsNeverCutOff() async throws {
-        let watchdog = UpdateProgressWatchdog(limit: .milliseconds(500))
+        let watchdog = UpdateProgressWatchdog(limit: .milliseconds(500), lowSpeedLimit: .kibibytes(1))
         try await watchdog.bound(failure: { _ in ControlError(.originUnreachable, "gave up") }) { () throws(ControlError) in
             // Three times the limit in all, progress every 100 ms.
             for _ in 0..<15 {
@@ -31,12 +31,34 @@ struct UpdateProgressWatchdogTests {
     }
 
     @Test func theWorksOwnErrorIsReported() async {
-        let watchdog = UpdateProgressWatchdog(limit: .seconds(5))
+        let watchdog = UpdateProgressWatchdog(limit: .seconds(5), lowSpeedLimit: .kibibytes(1))
         let error = await #expect(throws: ControlError.self) {
             try await watchdog.bound(failure: { _ in ControlError(.originUnreachable, "gave up") }) { () throws(ControlError) in
                 throw ControlError(.outOfSpace, "no room")
             }
         }
         #expect(error?.code == .outOfSpace)
+    }
+
+    /// A trickle below the low-speed limit is no progress, however often it arrives; bytes
+    /// at the limit are, through the tally as through credit.
+    @Test func aTrickleIsNoProgressButBytesAtTheLimitAre() async throws {
+        let slow = UpdateProgressWatchdog(limit: .milliseconds(600), lowSpeedLimit: .kibibytes(1))
+        let error = await #expect(throws: ControlError.self) {
+            try await slow.bound(failure: { _ in ControlError(.originUnreachable, "gave up") }) { () throws(ControlError) in
+                for _ in 0..<100 {
+                    try? await Task.sleep(for: .milliseconds(50))
+                    slow.credit(10)   // 200 bytes/s
+                }
+            }
+        }
+        #expect(error?.message == "gave up")
+        let steady = UpdateProgressWatchdog(limit: .milliseconds(600), lowSpeedLimit: .kibibytes(1))
+        try await steady.bound(failure: { _ in ControlError(.originUnreachable, "gave up") }) { () throws(ControlError) in
+            for _ in 0..<30 {
+                try? await Task.sleep(for: .milliseconds(50))
+                steady.tally.add(200)   // 4,000 bytes/s
+            }
+        }
     }
 }

@@ -32,7 +32,7 @@ extension BundleUpdater {
             throw ControlError(.rollbackRefused, "the origin's manifest differs from the mounted one but has the same revision \(report.mountedRevision); refusing a revision that is not newer")
         }
         let started = ContinuousClock.now
-        let watchdog = UpdateProgressWatchdog(limit: fetchDeadline)
+        let watchdog = UpdateProgressWatchdog(limit: fetchDeadline, lowSpeedLimit: lowSpeedLimit)
         try await watchdog.bound(failure: { [origin] idle in
             ControlError(.originUnreachable, "update to revision \(candidate.manifest.revision) gave up: no pack made progress for \(idle.components.seconds) s (--fetch-timeout) from \(origin.displayName); the mount stays on revision \(report.mountedRevision)")
         }) { [self] () throws(ControlError) in
@@ -61,7 +61,7 @@ extension BundleUpdater {
                                         wire: manager.downloader.wire, logger: logger)
         var assembler = DeltaPackAssembler(origin: origin, store: store, io: manager.io, mounted: manager.manifest,
                                            index: candidate.index, chunkSize: candidate.manifest.chunkSize, logger: logger)
-        assembler.received = { _ in watchdog.advance() }
+        assembler.received = { bytes in watchdog.credit(Int64(bytes)) }
         for fetch in candidate.plan.fetches {
             let descriptor = candidate.manifest.pack(fetch.pack)
             if await manager.io.run({ store.contains(descriptor) }) { continue }
@@ -81,7 +81,7 @@ extension BundleUpdater {
                 ])
             }
             do {
-                try await downloader.fetch(descriptor, progress: { _ in watchdog.advance() })
+                try await downloader.fetch(descriptor, tally: watchdog.tally)
                 watchdog.advance()
             } catch {
                 throw Self.controlError(error, "cannot fetch pack '\(descriptor.id)' of revision \(candidate.manifest.revision)")

@@ -36,6 +36,8 @@ final class BundleUpdater: Sendable {
     let maximumConcurrentDownloads: Int
     /// `--fetch-timeout`: the longest the fetch phase of an update may go without progress.
     let fetchDeadline: Duration
+    /// `--low-speed-limit`: slower than this, bytes are no progress for that bound.
+    let lowSpeedLimit: ByteCount
     let logger: Logger
     /// Set while an update runs: a second one is refused rather than queued.
     let busy = Mutex(false)
@@ -52,6 +54,7 @@ final class BundleUpdater: Sendable {
         self.manifestLimit = configuration.manifestLimit
         self.maximumConcurrentDownloads = configuration.maximumConcurrentDownloads
         self.fetchDeadline = configuration.originOptions.fetchDeadline
+        self.lowSpeedLimit = configuration.originOptions.lowSpeedLimit
         self.logger = logger
     }
 

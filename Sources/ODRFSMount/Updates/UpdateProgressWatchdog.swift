@@ -1,25 +1,39 @@
 import ODRFSControl
+import ODRFSCore
+import ODRFSFetch
 import Synchronization
 
-/// Bounds the fetch phase of an update the way one fetch is bounded: when no pack has
-/// moved forward (bytes of a span, a verified chunk, a pack published) for the fetch
-/// timeout, the phase is cancelled and the update fails, saying so, with the mount left on
-/// its revision. Each fetch bounds itself too, but an update is many of them, in turn, from
-/// every server: without this, a mirror that corrupts every pack and an origin that resets
-/// every request kept `odrfs update` going for minutes.
+/// Bounds the fetch phase of an update the way one fetch is bounded: when the update has
+/// gone the fetch timeout without progress — bytes arriving at the low-speed limit or
+/// faster (``ProgressMark``), or a pack published — the phase is cancelled and the update
+/// fails, saying so, with the mount left on its revision. Each fetch bounds itself too, but
+/// an update is many of them, in turn, from every server: without this, a mirror that
+/// corrupts every pack and an origin that resets every request kept `odrfs update` going
+/// for minutes.
 ///
-/// Thread safety: the mark is a `Mutex`; `advance()` is called from any fetch's callbacks.
+/// Bytes reach it per buffer: from span downloads through ``credit(_:)``, from whole-pack
+/// downloads through ``tally`` (read by the watch every 250 ms).
+///
+/// Thread safety: the mark is a `Mutex`, credited from any fetch's callbacks.
 final class UpdateProgressWatchdog: Sendable {
-    private let mark = Mutex(ContinuousClock.now)
+    private let mark: Mutex<ProgressMark>
     let limit: Duration
+    /// Given to whole-pack downloads: every byte they receive.
+    let tally = DownloadWireTally()
 
-    init(limit: Duration) {
+    init(limit: Duration, lowSpeedLimit: ByteCount) {
         self.limit = limit
+        self.mark = Mutex(ProgressMark(lowSpeedLimit: lowSpeedLimit))
     }
 
-    /// Something moved forward.
+    /// `bytes` arrived.
+    func credit(_ bytes: Int64) {
+        mark.withLock { $0.credit(bytes) }
+    }
+
+    /// A pack is done: the update moved forward, whatever its speed.
     func advance() {
-        mark.withLock { $0 = .now }
+        mark.withLock { $0.credit(.max) }
     }
 
     /// Runs `body`; cancels it and throws `failure` once `limit` passes without ``advance()``.
@@ -33,7 +47,8 @@ final class UpdateProgressWatchdog: Sendable {
             }
             group.addTask { [self] in
                 while !Task.isCancelled {
-                    let idle = ContinuousClock.now - mark.withLock { $0 }
+                    credit(tally.takeUnreported())
+                    let idle = ContinuousClock.now - mark.withLock { $0.instant }
                     if idle >= limit { return .failure(failure(idle)) }
                     // Cancellation ends the sleep early; the loop condition then ends the watch.
                     try? await Task.sleep(for: min(limit - idle, .milliseconds(250)))
