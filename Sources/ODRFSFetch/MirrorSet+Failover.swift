@@ -55,9 +55,9 @@ extension MirrorSet {
             guard !order.isEmpty else {
                 throw lastError ?? FetchError(.corrupt, "every server sent bad bytes for \(path)")
             }
-            if lastResort, let only = order.first, lastError == nil {
-                logger.notice("every server sent bad bytes for this file recently; trying the last one again", metadata: [
-                    "fetch.path": "\(path)", "mirror": "\(members.withLock { $0[only] }.origin.displayName)",
+            if lastResort, let last = order.last, lastError == nil {
+                logger.notice("no trusted server answers for this file; trying the last one again that sent bad bytes", metadata: [
+                    "fetch.path": "\(path)", "mirror": "\(members.withLock { $0[last] }.origin.displayName)",
                 ])
             }
             var everyServerDown = true

@@ -85,13 +85,18 @@ public final class MirrorSet: ResumableOrigin {
         !ranking(for: path).isEmpty
     }
 
-    /// The servers to try for `path`, best first: ``ranking(for:)``, or when every server
-    /// is distrusted for it, the one whose distrust ends first (`lastResort` set).
+    /// The servers to try for `path`, best first: ``ranking(for:)``; when no trusted server
+    /// is left that answers (all distrusted for it, or the rest unreachable), the one whose
+    /// distrust ends first is added at the end (`lastResort` set).
     func candidates(for path: String, now: ContinuousClock.Instant = .now) -> (order: [Int], lastResort: Bool) {
         let order = ranking(for: path, now: now)
-        guard order.isEmpty else { return (order, false) }
-        let soonest = distrusted.withLock { $0[path]?.min { $0.value.until < $1.value.until }?.key }
-        return (soonest.map { [$0] } ?? [], soonest != nil)
+        let reachable = members.withLock { members in order.contains { members[$0].record.snapshot.isReachable != false } }
+        guard !reachable else { return (order, false) }
+        let soonest = distrusted.withLock { table in
+            table[path]?.filter { $0.value.until > now }.min { $0.value.until < $1.value.until }?.key
+        }
+        guard let soonest else { return (order, false) }
+        return (order + [soonest], true)
     }
 
     public func shutdown() async {

@@ -46,13 +46,14 @@ extension PackDownloader {
             attempts: while true {
                 do throws(FetchError) {
                     try await origin.download(pack.file, from: assembler.offset, expectedBytes: ByteCount(table.compressedBytes)) { (bytes: ByteBuffer) async throws(FetchError) in
+                        // The origin sent it, whatever happens to it next.
+                        wire.add(Int64(bytes.readableBytes))
+                        tally?.add(Int64(bytes.readableBytes))
                         if let pacing, try await pacing.beforeWrite(bytes.readableBytes) == .stepAside {
                             steppedAside = true
                             throw DownloadPacing.steppedAside("pack '\(pack.id)'")
                         }
                         received += Int64(bytes.readableBytes)
-                        wire.add(Int64(bytes.readableBytes))
-                        tally?.add(Int64(bytes.readableBytes))
                         let frames = try assembler.append(bytes)
                         for frame in frames {
                             let content = try await FrameDecoder.executor.run { () throws(FetchError) -> [UInt8] in

@@ -96,14 +96,15 @@ public struct PackDownloader: Sendable {
                 let failure: FetchError
                 do throws(FetchError) {
                     try await origin.download(pack.file, from: offset, expectedBytes: pack.bytes) { (bytes: ByteBuffer) async throws(FetchError) in
-                        // Before anything counts the buffer: one dropped here is fetched again.
+                        // The origin sent it, whatever happens to it next.
+                        wire.add(Int64(bytes.readableBytes))
+                        tally?.add(Int64(bytes.readableBytes))
+                        // Before the buffer is hashed: one dropped here is fetched again.
                         if let pacing, try await pacing.beforeWrite(bytes.readableBytes) == .stepAside {
                             steppedAside = true
                             throw DownloadPacing.steppedAside("pack '\(pack.id)'")
                         }
                         bytes.withUnsafeReadableBytes { verifier.update($0) }
-                        wire.add(Int64(bytes.readableBytes))
-                        tally?.add(Int64(bytes.readableBytes))
                         if let bad = verifier.firstMismatchedChunk {
                             // No point downloading the rest of a pack that is already known to be wrong.
                             throw FetchError(.corrupt, "pack '\(pack.id)' (\(pack.file)) from \(origin.displayName) failed verification: chunk \(bad) differs from the manifest")

@@ -46,7 +46,7 @@ struct MountMirrorTests {
             #expect(read.status == 0 && read.stdout == Data(contents), "\(path): \(read.stderr)")
         }
         let after = fixture.log
-        #expect(after.contains("mirror sent bytes that failed verification"), "\(after)")
+        #expect(after.contains("sent bytes that failed verification; passing it over"), "\(after)")
         // Big moved to the healthy server from its verified first chunk, with a range request.
         let bigName = (big.file as NSString).lastPathComponent
         let healthyLines = (try? String(contentsOfFile: healthy.accessLog, encoding: .utf8)) ?? ""

@@ -6,10 +6,13 @@ extension DownloadCoordinator {
     /// (drops its connection, see ``DownloadPacing``) when an open waits for bytes, waits
     /// until no open does, then resumes with a range request; otherwise it takes its bytes
     /// from the background rate limit. A download an open has joined (its priority raised)
-    /// is never held.
+    /// is never held. An origin that cannot resume a download from an offset (a dist dir on
+    /// a local or network filesystem, which is read again from the start) makes the
+    /// download wait at its next buffer instead: stepping aside would fetch its bytes again.
     func pacing(for pack: PackNumber) -> DownloadPacing {
         let index = Int(pack.rawValue)
         let id = table.manifest.pack(pack).id
+        let resumable = downloader.origin.servesRanges
         let isBackground: @Sendable () -> Bool = { [table] in
             let priority = table.withState { $0.slots[index].download?.priority }
             return priority.map { $0 <= .prefetch } ?? false
@@ -18,8 +21,11 @@ extension DownloadCoordinator {
             beforeWrite: { [self] bytes throws(FetchError) in
                 guard isBackground() else { return .proceed }
                 if foreground.isBusy {
-                    logger.debug("prefetch steps aside while an open waits", metadata: ["pack.id": "\(id)"])
-                    return .stepAside
+                    if resumable {
+                        logger.debug("prefetch steps aside while an open waits", metadata: ["pack.id": "\(id)"])
+                        return .stepAside
+                    }
+                    try await waitWhileAnOpenWaits(id, isBackground: isBackground)
                 }
                 guard let backgroundRate else { return .proceed }
                 do { try await backgroundRate.take(bytes) } catch {
@@ -28,13 +34,17 @@ extension DownloadCoordinator {
                 return .proceed
             },
             untilResumable: { [self] () throws(FetchError) in
-                while foreground.isBusy && isBackground() {
-                    do { try await Task.sleep(for: .milliseconds(10)) } catch {
-                        throw FetchError(.cancelled, "download of pack '\(id)' cancelled while it stepped aside")
-                    }
-                }
+                try await waitWhileAnOpenWaits(id, isBackground: isBackground)
                 logger.debug("prefetch resumes", metadata: ["pack.id": "\(id)"])
             }
         )
+    }
+
+    private func waitWhileAnOpenWaits(_ id: PackID, isBackground: () -> Bool) async throws(FetchError) {
+        while foreground.isBusy && isBackground() {
+            do { try await Task.sleep(for: .milliseconds(10)) } catch {
+                throw FetchError(.cancelled, "download of pack '\(id)' cancelled while an open waited")
+            }
+        }
     }
 }

@@ -209,12 +209,7 @@ final class DownloadCoordinator: Sendable {
         let task = Task.detached(priority: priority <= .prefetch ? .background : .userInitiated) { [self] in
             let started = ContinuousClock.now
             let result: Result<Void, FetchError>
-            // A cached copy waiting to be hashed again (after a lost index) is a local fetch.
-            let (store, chunkSize) = (downloader.store, downloader.chunkSize)
-            if await io.run({ store.adoptUnverified(descriptor, chunkSize: chunkSize, now: Date()) }) != nil {
-                finishDownload(pack, result: .success(()), duration: ContinuousClock.now - started, adopted: true)
-                return
-            }
+            var adopted = false
             do throws(FetchError) {
                 do {
                     try await queue.acquire(ticket, priority: priority)
@@ -222,14 +217,13 @@ final class DownloadCoordinator: Sendable {
                     throw FetchError(.cancelled, "download of pack '\(descriptor.id)' abandoned before it started")
                 }
                 defer { queue.release(ticket) }
-                try await io.run { () throws(FetchError) in try self.purger.makeRoom(for: pack) }
-                table.events.publish(MountEvent(.fetchStarted, descriptor, bytes: descriptor.bytes.value))
-                let firstByte = FirstByteClock()
-                try await downloader.fetch(descriptor, pacing: pacing(for: pack), tally: tally) { progress in
-                    if let elapsed = firstByte.elapsedOnFirstCall() {
-                        self.table.metrics.recordRoundTrip(origin: self.downloader.origin.displayName, elapsed)
-                    }
-                    self.advance(pack, to: progress, tally: tally)
+                // A cached copy waiting to be hashed again (after a lost index) is a local fetch.
+                // Hashed with a download slot held, so a burst of opens after a lost index
+                // hashes no more packs at once than it would download.
+                let (store, chunkSize) = (downloader.store, downloader.chunkSize)
+                adopted = await io.run({ store.adoptUnverified(descriptor, chunkSize: chunkSize, now: Date()) }) != nil
+                if !adopted {
+                    try await fetch(pack, descriptor, tally: tally)
                 }
                 result = .success(())
             } catch {
@@ -237,10 +231,23 @@ final class DownloadCoordinator: Sendable {
             }
             // The bytes after the last progress report (a pack's tail, a failed attempt's).
             recordFetched(tally.takeUnreported(), of: pack)
-            finishDownload(pack, result: result, duration: ContinuousClock.now - started)
+            finishDownload(pack, result: result, duration: ContinuousClock.now - started, adopted: adopted)
         }
         table.withState { state in
             if state.slots[index].download?.ticket == ticket { state.slots[index].download?.task = task }
+        }
+    }
+
+    /// Downloads `pack` from the origin into the cache, with room made first.
+    private func fetch(_ pack: PackNumber, _ descriptor: PackDescriptor, tally: DownloadWireTally) async throws(FetchError) {
+        try await io.run { () throws(FetchError) in try self.purger.makeRoom(for: pack) }
+        table.events.publish(MountEvent(.fetchStarted, descriptor, bytes: descriptor.bytes.value))
+        let firstByte = FirstByteClock()
+        try await downloader.fetch(descriptor, pacing: pacing(for: pack), tally: tally) { progress in
+            if let elapsed = firstByte.elapsedOnFirstCall() {
+                self.table.metrics.recordRoundTrip(origin: self.downloader.origin.displayName, elapsed)
+            }
+            self.advance(pack, to: progress, tally: tally)
         }
     }
 
