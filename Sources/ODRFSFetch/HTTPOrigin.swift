@@ -38,6 +38,8 @@ import Synchronization
 public final class HTTPOrigin: ResumableOrigin {
     let address: OriginAddress
     let client: HTTPClient
+    /// Where http:// requests go when a proxy is set for them (``send(_:deadline:)``).
+    let forwardProxy: ForwardProxyClient?
     /// "Bearer <token>": never logged.
     let authorization: String?
     let fetchDeadline: Duration
@@ -66,15 +68,20 @@ public final class HTTPOrigin: ResumableOrigin {
         configuration.decompression = .disabled
         // A read stall is cut after a third of the deadline so that a fresh connection gets a try.
         let deadline = options.fetchDeadline
-        configuration.timeout = .init(connect: TimeAmount(min(deadline, options.connectTimeout)),
-                                      read: TimeAmount(max(.milliseconds(500), min(.seconds(10), deadline / 3))))
+        let connectTimeout = TimeAmount(min(deadline, options.connectTimeout))
+        let readTimeout = TimeAmount(max(.milliseconds(500), min(.seconds(10), deadline / 3)))
+        configuration.timeout = .init(connect: connectTimeout, read: readTimeout)
         configuration.connectionPool = .init(idleTimeout: .seconds(60),
                                              concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, options.maxConnections))
         // Connection failures come back to `download` at once, which retries them on its own
         // (short) budget; the pool would otherwise retry until the whole deadline passed.
         configuration.connectionPool.retryConnectionEstablishment = false
-        configuration.proxy = try options.proxy.proxy(scheme: address.scheme, host: address.host)
+        // AsyncHTTPClient carries https:// (by CONNECT through the https proxy); http:// URLs
+        // that a proxy carries go to it in absolute form, so that it can cache them.
+        configuration.proxy = try options.proxy.proxy(scheme: "https", host: address.host)
         self.client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+        self.forwardProxy = try ForwardProxyClient(settings: options.proxy, group: HTTPClient.defaultEventLoopGroup,
+                                                   connectTimeout: connectTimeout, readTimeout: readTimeout)
         self.fetchDeadline = options.fetchDeadline
         self.backoff = RetryBackoff()
         self.logger = logger

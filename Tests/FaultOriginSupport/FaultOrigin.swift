@@ -41,7 +41,23 @@ public final class FaultOrigin: Sendable {
         public var range: String?
         public var ifRange: String?
         public var authorization: String?
+        /// The request-target as sent: a path, or an absolute URL when a client treated this
+        /// server as its forward proxy (then `path` is the URL's path).
+        public var target: String = ""
+        public var host: String?
+        public var proxyAuthorization: String?
         public var at = ContinuousClock.now
+    }
+
+    /// The path of a request-target, also of an absolute-form one (`http://host:port/path`,
+    /// what a forward proxy receives), without the query.
+    static func path(of target: String) -> String {
+        var rest = Substring(target)
+        if let scheme = rest.range(of: "://"), rest[..<scheme.lowerBound].allSatisfy(\.isLetter) {
+            rest = rest[scheme.upperBound...]
+            rest = rest[(rest.firstIndex(of: "/") ?? rest.endIndex)...]
+        }
+        return String(rest.prefix { $0 != "?" })
     }
 
     public static let entityTag = "\"v1\""
@@ -107,7 +123,7 @@ public final class FaultOrigin: Sendable {
     }
 
     fileprivate func recordSent(_ count: Int, for head: HTTPRequestHead) {
-        let path = String(head.uri.prefix { $0 != "?" })
+        let path = Self.path(of: head.uri)
         state.withLock { $0.sent[path, default: 0] += count }
     }
 
@@ -117,11 +133,13 @@ public final class FaultOrigin: Sendable {
 
     /// Records the request and says what to do and with which bytes.
     fileprivate func take(_ head: HTTPRequestHead) -> (Behaviour, [UInt8]?) {
-        let path = String(head.uri.prefix { $0 != "?" })
+        let path = Self.path(of: head.uri)
         return state.withLock { state in
             state.seen.append(Seen(path: path, range: head.headers.first(name: "Range"),
                                    ifRange: head.headers.first(name: "If-Range"),
-                                   authorization: head.headers.first(name: "Authorization")))
+                                   authorization: head.headers.first(name: "Authorization"),
+                                   target: head.uri, host: head.headers.first(name: "Host"),
+                                   proxyAuthorization: head.headers.first(name: "Proxy-Authorization")))
             var behaviour = Behaviour.serve
             if var script = state.scripts[path], !script.isEmpty {
                 behaviour = script.removeFirst()

@@ -1,0 +1,185 @@
+import FaultOriginSupport
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import ODRFSCore
+import Testing
+@testable import ODRFSFetch
+
+/// http:// URLs go to a forward proxy in absolute form (`GET http://origin/path`), so that a
+/// caching proxy can serve them; here a `FaultOrigin` plays the proxy (it answers the
+/// absolute-form request itself) and records what it was sent, and the origin's host does
+/// not even resolve: only the proxy is ever connected to.
+@Suite(.timeLimit(.minutes(1)))
+struct ForwardProxyTests {
+    let origin = "http://origin.invalid:8080"
+    let path = "/packs/big.tar"
+    let file = testBytes(1 << 20)
+
+    func options(proxy: String, noProxy: [String] = [], deadline: Duration = .seconds(20)) -> OriginOptions {
+        var options = OriginOptions(fetchDeadline: deadline)
+        options.proxy = ProxySettings(http: proxy, https: nil, noProxy: noProxy)
+        return options
+    }
+
+    @Test func requestHeadIsAbsoluteFormWithHostAndProxyCredentials() throws {
+        var headers = HTTPHeaders()
+        headers.add(name: "Range", value: "bytes=5-")
+        let head = try ForwardProxyClient.requestHead(url: "http://user:pw@origin.example:8080/packs/a%20b.pack?k=v#part",
+                                                      headers: headers, proxyAuthorization: "Basic eDp5")
+        #expect(head.uri == "http://origin.example:8080/packs/a%20b.pack?k=v")
+        #expect(head.method == .GET)
+        #expect(head.headers["Host"] == ["origin.example:8080"])
+        #expect(head.headers["Range"] == ["bytes=5-"])
+        #expect(head.headers["Proxy-Authorization"] == ["Basic eDp5"])
+        let bare = try ForwardProxyClient.requestHead(url: "http://[::1]", headers: [:], proxyAuthorization: nil)
+        #expect(bare.uri == "http://[::1]/")
+        #expect(bare.headers["Host"] == ["[::1]"])
+        #expect(bare.headers["Proxy-Authorization"].isEmpty)
+        #expect(throws: (any Error).self) {
+            _ = try ForwardProxyClient.requestHead(url: "https://origin.example/x", headers: [:], proxyAuthorization: nil)
+        }
+    }
+
+    @Test func onlyHTTPURLsThatNoProxyDoesNotExemptGoThroughTheProxy() throws {
+        let settings = ProxySettings(http: "proxy:3128", https: "proxy:3128", noProxy: ["localhost", ".lan"])
+        let client = try #require(try ForwardProxyClient(settings: settings, group: MultiThreadedEventLoopGroup.singleton,
+                                                         connectTimeout: .seconds(1), readTimeout: .seconds(1)))
+        #expect(client.endpoint == (try ProxyEndpoint("http://proxy:3128")))
+        #expect(client.carries("http://cdn.example.com/dist/manifest.json"))
+        #expect(!client.carries("https://cdn.example.com/dist/manifest.json"))
+        #expect(!client.carries("http://localhost:8080/dist/manifest.json"))
+        #expect(!client.carries("http://mirror.site.lan/dist/manifest.json"))
+        #expect(try ForwardProxyClient(settings: ProxySettings(https: "proxy:3128"), group: MultiThreadedEventLoopGroup.singleton,
+                                       connectTimeout: .seconds(1), readTimeout: .seconds(1)) == nil)
+        let endpoint = try ProxyEndpoint("user:pa%40ss@[::1]:3128")
+        #expect(endpoint.host == "::1" && endpoint.port == 3128)
+        #expect(endpoint.authorization == "Basic " + Data("user:pa@ss".utf8).base64EncodedString())
+        #expect(try ProxyEndpoint("proxy").port == 80)
+        #expect(throws: FetchError.self) { _ = try ProxyEndpoint("http://proxy:0") }
+    }
+
+    @Test func downloadGoesToTheProxyInAbsoluteForm() async throws {
+        try await withFaultOrigin { proxy in
+            proxy.setFile(path, file)
+            let proxyURL = "http://user:secret@127.0.0.1:\(proxy.port)"
+            try await withHTTPOrigin(origin, options: options(proxy: proxyURL)) { origin in
+                #expect(try await origin.bytes(of: "packs/big.tar", expected: file.count) == file)
+            }
+            let seen = proxy.requests(of: path)
+            #expect(seen.count == 1)
+            #expect(seen.first?.target == "http://origin.invalid:8080/packs/big.tar")
+            #expect(seen.first?.host == "origin.invalid:8080")
+            #expect(seen.first?.range == nil)
+            #expect(seen.first?.proxyAuthorization == "Basic " + Data("user:secret".utf8).base64EncodedString())
+        }
+    }
+
+    @Test func truncatedAndResetBodiesResumeWithRangeThroughTheProxy() async throws {
+        try await withFaultOrigin { proxy in
+            proxy.setFile(path, file)
+            proxy.script(path, [.truncate(after: 123_457), .reset(after: 200_000)])
+            try await withHTTPOrigin(origin, options: options(proxy: proxy.baseURL)) { origin in
+                #expect(try await origin.bytes(of: "packs/big.tar", expected: file.count) == file)
+            }
+            let seen = proxy.requests(of: path)
+            #expect(seen.count == 3)
+            #expect(seen.allSatisfy { $0.target.hasPrefix("http://origin.invalid:8080/") })
+            #expect(seen.dropFirst().allSatisfy { $0.range?.hasPrefix("bytes=") == true && $0.ifRange == FaultOrigin.entityTag },
+                    "\(seen.map { $0.range ?? "-" })")
+        }
+    }
+
+    @Test func aStalledResponseIsCutAndRetried() async throws {
+        try await withFaultOrigin { proxy in
+            proxy.setFile(path, file)
+            proxy.script(path, [.stall])
+            let start = ContinuousClock.now
+            try await withHTTPOrigin(origin, options: options(proxy: proxy.baseURL, deadline: .seconds(3))) { origin in
+                #expect(try await origin.bytes(of: "packs/big.tar", expected: file.count) == file)
+            }
+            #expect(proxy.requests(of: path).count == 2)
+            #expect(ContinuousClock.now - start < .seconds(3), "the stall was not cut at the read timeout")
+        }
+    }
+
+    @Test func redirectsAreFollowedThroughTheProxy() async throws {
+        try await withFaultOrigin { proxy in
+            proxy.setFile(path, file)
+            proxy.setFile("/moved/big.tar", file)
+            proxy.script(path, [.redirect("http://cdn.invalid:9000/moved/big.tar")])
+            try await withHTTPOrigin(origin, options: options(proxy: proxy.baseURL)) { origin in
+                #expect(try await origin.bytes(of: "packs/big.tar", expected: file.count) == file)
+            }
+            #expect(proxy.seen.map(\.target) == ["http://origin.invalid:8080/packs/big.tar", "http://cdn.invalid:9000/moved/big.tar"])
+        }
+    }
+
+    /// Back-pressure: the connection is read only as fast as the consumer takes the chunks.
+    @Test func aSlowConsumerGetsEveryByteOnce() async throws {
+        let big = testBytes(6 << 20, seed: 7)
+        try await withFaultOrigin { proxy in
+            proxy.setFile(path, big)
+            try await withHTTPOrigin(origin, options: options(proxy: proxy.baseURL)) { origin in
+                var received: [UInt8] = []
+                var chunks = 0
+                try await origin.download("packs/big.tar", expectedBytes: ByteCount(Int64(big.count))) { (chunk: ByteBuffer) throws(FetchError) in
+                    received.append(contentsOf: chunk.readableBytesView)
+                    chunks += 1
+                    if chunks % 8 == 0 { try? await Task.sleep(for: .milliseconds(2)) }
+                }
+                #expect(received == big)
+            }
+            #expect(proxy.requests(of: path).count == 1)
+        }
+    }
+
+    @Test func aProxyThatIsNotThereFailsFast() async throws {
+        let refusing = try RefusingPort()
+        defer { withExtendedLifetime(refusing) {} }
+        let start = ContinuousClock.now
+        try await withHTTPOrigin(origin, options: options(proxy: "127.0.0.1:\(refusing.port)", deadline: .seconds(30))) { origin in
+            let error = await #expect(throws: FetchError.self) {
+                _ = try await origin.bytes(of: "packs/big.tar", expected: 10)
+            }
+            #expect(error?.kind == .unreachable)
+            #expect(error?.message.contains("refused") == true, "\(error?.message ?? "")")
+        }
+        #expect(ContinuousClock.now - start < .seconds(5))
+    }
+
+    @Test func noProxyHostsAreReachedDirectly() async throws {
+        let refusing = try RefusingPort()
+        defer { withExtendedLifetime(refusing) {} }
+        try await withFaultOrigin { server in
+            server.setFile(path, file)
+            try await withHTTPOrigin(server.baseURL, options: options(proxy: "127.0.0.1:\(refusing.port)", noProxy: ["127.0.0.1"])) { origin in
+                #expect(try await origin.bytes(of: "packs/big.tar", expected: file.count) == file)
+            }
+            #expect(server.requests(of: path).first?.target == path)
+        }
+    }
+
+    @Test func cancellingAFetchThroughTheProxyEndsItPromptly() async throws {
+        try await withFaultOrigin { proxy in
+            proxy.setFile(path, file)
+            proxy.script(path, Array(repeating: .stall, count: 20))
+            try await withHTTPOrigin(origin, options: options(proxy: proxy.baseURL)) { origin in
+                let fetch = Task { () async throws(FetchError) -> [UInt8] in
+                    try await origin.bytes(of: "packs/big.tar", expected: file.count)
+                }
+                try await Task.sleep(for: .milliseconds(300))
+                let start = ContinuousClock.now
+                fetch.cancel()
+                let result = await fetch.result
+                #expect(ContinuousClock.now - start < .seconds(2))
+                guard case .failure(let error) = result else {
+                    Issue.record("a cancelled fetch succeeded")
+                    return
+                }
+                #expect(error.kind == .cancelled, "\(error)")
+            }
+        }
+    }
+}
