@@ -60,8 +60,7 @@ final class ForwardProxyClient: Sendable {
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                        try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: readTimeout))
-                        try channel.pipeline.syncOperations.addHandler(ForwardProxyResponseHandler(head: promise))
+                        try channel.pipeline.syncOperations.addHandler(ForwardProxyResponseHandler(head: promise, readTimeout: readTimeout))
                     }
                 }
                 .connect(host: endpoint.host, port: endpoint.port).get()

@@ -47,9 +47,15 @@ final class ForwardProxyResponseHandler: ChannelInboundHandler {
     private var state = State.awaitingHead(nil)
     /// The reader has enough chunks: no read until it asks (INVARIANT: no read is pending while set).
     private var paused = false
+    /// How long a read may go unanswered before the response counts as stalled.
+    private let readTimeout: TimeAmount
+    /// Armed while a read is pending, so that a reader busy with its chunks (the socket not
+    /// read on purpose) is never mistaken for a stalled proxy.
+    private var readTimer: Scheduled<Void>?
 
-    init(head: EventLoopPromise<(HTTPResponseHead, ForwardProxyBody)>) {
+    init(head: EventLoopPromise<(HTTPResponseHead, ForwardProxyBody)>, readTimeout: TimeAmount) {
         self.head = head
+        self.readTimeout = readTimeout
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -67,11 +73,12 @@ final class ForwardProxyResponseHandler: ChannelInboundHandler {
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        context.read()
+        read(context: context)
         context.fireChannelActive()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        readTimer?.cancel()
         switch (unwrapInboundIn(data), state) {
         case (.head(let responseHead), .awaitingHead(let sequence)):
             // 1xx answers (100 Continue, 103 Early Hints) precede the real one.
@@ -94,7 +101,7 @@ final class ForwardProxyResponseHandler: ChannelInboundHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        if !paused, !isFinished { context.read() }
+        if !paused, !isFinished { read(context: context) }
         context.fireChannelReadComplete()
     }
 
@@ -103,13 +110,10 @@ final class ForwardProxyResponseHandler: ChannelInboundHandler {
         case is ReadMore:
             if paused, !isFinished {
                 paused = false
-                context.read()
+                read(context: context)
             }
         case is DeadlinePassed:
             end(with: HTTPClientError.deadlineExceeded, context: context)
-        case IdleStateHandler.IdleStateEvent.read:
-            // A reader that is busy (e.g. writing to disk) is not a stalled proxy.
-            if !paused { end(with: HTTPClientError.readTimeout, context: context) }
         default:
             context.fireUserInboundEventTriggered(event)
         }
@@ -122,6 +126,14 @@ final class ForwardProxyResponseHandler: ChannelInboundHandler {
     func channelInactive(context: ChannelHandlerContext) {
         end(with: HTTPClientError.remoteConnectionClosed, context: context)
         context.fireChannelInactive()
+    }
+
+    private func read(context: ChannelHandlerContext) {
+        context.read()
+        readTimer?.cancel()
+        readTimer = context.eventLoop.assumeIsolated().scheduleTask(in: readTimeout) { [self] in
+            end(with: HTTPClientError.readTimeout, context: context)
+        }
     }
 
     private var isFinished: Bool {
@@ -138,11 +150,15 @@ final class ForwardProxyResponseHandler: ChannelInboundHandler {
     @discardableResult
     private func fail(with error: any Error) -> Bool {
         switch state {
-        case .awaitingHead: head.fail(error)
+        case .awaitingHead(let sequence):
+            // The body never reached a reader; its source must still be finished (NIO checks).
+            sequence?.source.finish()
+            head.fail(error)
         case .streaming(let source): source.finish(error)
         case .finished: return false
         }
         state = .finished
+        readTimer?.cancel()
         return true
     }
 }
