@@ -51,6 +51,20 @@ struct MountSquidTests {
         #expect(!squid.accessLog.contains { $0.contains(" CONNECT ") }, "\(squid.accessLog)")
     }
 
+    /// Regression: every request went by CONNECT, which this Squid refuses for any port but
+    /// 443, so the mount failed after the whole fetch timeout with `invalidProxyResponse`.
+    @Test("Squid exactly as Debian ships it (CONNECT to port 443 only) carries a mount of an http:// origin")
+    func squidAsDebianShipsIt() async throws {
+        let fixture = try MountFixture()
+        try await fixture.buildTestBundle()
+        let origin = try await onFreePort { try await ServeOrigin(serving: fixture.dist, in: fixture.root + "/serve-\($0)", port: $0) }
+        let squid = try await onFreePort { try await SquidProxy(port: $0, admittingTheTest: false) }
+        try await fixture.mount(origin: origin.url, extra: ["--proxy", squid.url, "--fetch-timeout", "5"])
+        let cat = try await Command.run("/bin/cat", [fixture.mountpoint + "/levels/1/map.dat"])
+        #expect(cat.status == 0 && cat.stdout == Data(TestBundle.files["levels/1/map.dat"]!), "\(cat.stderr)")
+        #expect(squid.results(for: "/packs/").count == 3, "\(squid.accessLog)")
+    }
+
     @Test("an https:// origin through the same Squid goes by CONNECT")
     func httpsOriginIsTunnelled() async throws {
         let fixture = try MountFixture()

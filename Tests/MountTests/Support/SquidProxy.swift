@@ -3,10 +3,11 @@ import TestSupport
 import Testing
 
 /// Debian's Squid as a site's caching forward proxy on 127.0.0.1: the configuration Debian
-/// ships (`/etc/squid/squid.conf`, which lets `CONNECT` reach port 443 only) with three
-/// changes: a rule before the deny rules that lets 127.0.0.1 (the test) use the proxy for
-/// anything, its own port, and its own disk cache, logs and PID file in a temporary
-/// directory. Started in the foreground (`-N`) as a child, stopped by PID.
+/// ships (`/etc/squid/squid.conf`, which lets `CONNECT` reach port 443 only) with its own
+/// port, its own disk cache, logs and PID file in a temporary directory, and (unless
+/// `admittingTheTest` is false) a rule before the deny rules that lets 127.0.0.1 (the test)
+/// use the proxy for anything, `CONNECT` to the test's https origin included. Started in
+/// the foreground (`-N`) as a child, stopped by PID.
 ///
 /// Run as root, Squid drops to the user `proxy`, so its directory belongs to that user.
 final class SquidProxy {
@@ -38,7 +39,7 @@ final class SquidProxy {
 
     static var isInstalled: Bool { FileManager.default.isExecutableFile(atPath: "/usr/sbin/squid") }
 
-    init(port: Int) async throws {
+    init(port: Int, admittingTheTest: Bool = true) async throws {
         guard Self.isInstalled else { throw SquidError(message: "squid is not installed (mount-scripts/setup.sh installs it)") }
         var template = Array("/tmp/odrfs-squid-test.XXXXXX".utf8CString)
         guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
@@ -48,7 +49,7 @@ final class SquidProxy {
         self.port = port
         let config = directory + "/squid.conf"
         do {
-            try Self.configuration(port: port, directory: directory).write(toFile: config, atomically: true, encoding: .utf8)
+            try Self.configuration(port: port, directory: directory, admittingTheTest: admittingTheTest).write(toFile: config, atomically: true, encoding: .utf8)
             if getuid() == 0, let user = getpwnam("proxy") {
                 chown(directory, user.pointee.pw_uid, user.pointee.pw_gid)
             }
@@ -74,14 +75,14 @@ final class SquidProxy {
     }
 
     /// Debian's configuration with this instance's port, paths and the rule for the test.
-    static func configuration(port: Int, directory: String) throws -> String {
+    static func configuration(port: Int, directory: String, admittingTheTest: Bool) throws -> String {
         let debian = try String(contentsOfFile: "/etc/squid/squid.conf", encoding: .utf8)
         var lines: [String] = []
         var allowed = false
         for line in debian.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) {
             if line.hasPrefix("http_port ") { continue }
             if line.hasPrefix("http_access deny"), !allowed {
-                lines += ["acl odrfs_test src 127.0.0.1", "http_access allow odrfs_test"]
+                if admittingTheTest { lines += ["acl odrfs_test src 127.0.0.1", "http_access allow odrfs_test"] }
                 allowed = true
             }
             lines.append(line)
