@@ -95,6 +95,7 @@ final class SquidProxy {
             "cache_log \(directory)/cache.log",
             "pid_filename \(directory)/squid.pid",
             "coredump_dir \(directory)",
+            "netdb_filename none",
             // Nothing of these is under test: a quick stop, and no ICMP helper outliving Squid.
             "shutdown_lifetime 1 seconds",
             "pinger_enable off",
