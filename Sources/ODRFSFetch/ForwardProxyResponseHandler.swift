@@ -8,112 +8,168 @@ typealias ForwardProxyBody = NIOThrowingAsyncSequenceProducer<
     ByteBuffer, any Error, NIOAsyncSequenceProducerBackPressureStrategies.HighLowWatermark, ForwardProxyBodyDelegate
 >
 
-/// The reader's side of a body: asks the connection for more bytes when the reader has used
-/// what it had, and closes the connection when the reader stops (done, cancelled or dropped).
+/// A kept-alive connection to the forward proxy and its handler (used on its event loop only).
+struct ForwardProxyConnection: Sendable {
+    let channel: any Channel
+    let handler: NIOLoopBound<ForwardProxyResponseHandler>
+}
+
+/// The reader's side of one response body: asks the connection for more bytes when the
+/// reader has used what it had, and says when the reader stops (done, cancelled or dropped).
+/// `request` tells the connection's later requests apart from this one.
 struct ForwardProxyBodyDelegate: NIOAsyncSequenceProducerDelegate {
     let channel: any Channel
+    let request: Int
 
     func produceMore() {
-        channel.pipeline.fireUserInboundEventTriggered(ForwardProxyResponseHandler.ReadMore())
+        channel.pipeline.fireUserInboundEventTriggered(ForwardProxyResponseHandler.ReadMore(request: request))
     }
 
     func didTerminate() {
-        channel.close(promise: nil)
+        channel.pipeline.fireUserInboundEventTriggered(ForwardProxyResponseHandler.ReaderGone(request: request))
     }
 }
 
-/// The last handler of a connection to the forward proxy, which carries one request: hands
-/// the response head to the waiting request, then streams the body with back-pressure
-/// (`autoRead` is off, so the socket is read only while the reader wants more; a pack that
-/// arrives faster than the disk takes it is never buffered whole). Every way the response
-/// can end (its end, the peer closing, an error, a read stall, the deadline) ends the body
-/// or the head's promise exactly once and closes the connection.
+/// The last handler of a connection to the forward proxy: sends one request at a time
+/// (``begin(_:request:deadline:)``), hands the response head to the waiting request, then
+/// streams the body with back-pressure (`autoRead` is off, so the socket is read only while
+/// the reader wants more; a pack that arrives faster than the disk takes it is never
+/// buffered whole). A response that ends cleanly on a keep-alive connection gives the
+/// connection back (`onIdle`); every other way a response ends (the peer closing, an error,
+/// a read stall, the deadline, a reader that stops early) fails whichever side waits,
+/// exactly once, and closes the connection.
 final class ForwardProxyResponseHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPClientResponsePart
+    typealias HeadPromise = EventLoopPromise<(HTTPResponseHead, ForwardProxyBody)>
 
-    /// The reader wants more chunks (from ``ForwardProxyBodyDelegate``).
-    struct ReadMore: Sendable {}
-    /// The request's deadline passed: the reader gets `HTTPClientError.deadlineExceeded`.
-    struct DeadlinePassed: Sendable {}
+    /// The reader of `request`'s body wants more chunks.
+    struct ReadMore: Sendable { let request: Int }
+    /// The reader of `request`'s body is gone: finished, cancelled or dropped.
+    struct ReaderGone: Sendable { let request: Int }
 
     private enum State {
+        /// Between requests; a read is pending so that the proxy closing it is noticed.
+        case idle
         /// The body sequence waits here until the head arrives, then goes to the reader.
-        case awaitingHead(ForwardProxyBody.NewSequence?)
-        case streaming(ForwardProxyBody.Source)
-        case finished
+        case awaitingHead(HeadPromise, ForwardProxyBody.NewSequence)
+        case streaming(ForwardProxyBody.Source, keepAlive: Bool)
+        case closed
     }
 
-    private let head: EventLoopPromise<(HTTPResponseHead, ForwardProxyBody)>
-    private var state = State.awaitingHead(nil)
+    private var state = State.idle
+    /// Numbers the connection's requests, so that a late event of an earlier one is ignored.
+    private var request = 0
     /// The reader has enough chunks: no read until it asks (INVARIANT: no read is pending while set).
     private var paused = false
     /// How long a read may go unanswered before the response counts as stalled.
     private let readTimeout: TimeAmount
-    /// Armed while a read is pending, so that a reader busy with its chunks (the socket not
-    /// read on purpose) is never mistaken for a stalled proxy.
+    /// How long the connection may wait for its next request.
+    private let idleTimeout: TimeAmount
+    /// Armed while a read of a response is pending, so that a reader busy with its chunks
+    /// (the socket not read on purpose) is never mistaken for a stalled proxy.
     private var readTimer: Scheduled<Void>?
+    private var deadlineTimer: Scheduled<Void>?
+    private var idleTimer: Scheduled<Void>?
+    private var context: ChannelHandlerContext?
+    private let onIdle: @Sendable (ForwardProxyConnection) -> Void
 
-    init(head: EventLoopPromise<(HTTPResponseHead, ForwardProxyBody)>, readTimeout: TimeAmount) {
-        self.head = head
+    init(readTimeout: TimeAmount, idleTimeout: TimeAmount, onIdle: @escaping @Sendable (ForwardProxyConnection) -> Void) {
         self.readTimeout = readTimeout
+        self.idleTimeout = idleTimeout
+        self.onIdle = onIdle
+    }
+
+    /// Sends `head` (a GET, no body) and answers `promise` with the response's head and body.
+    func begin(_ promise: HeadPromise, request head: HTTPRequestHead, deadline: NIODeadline) {
+        guard let context, case .idle = state else {
+            return promise.fail(HTTPClientError.remoteConnectionClosed)
+        }
+        request += 1
+        idleTimer?.cancel()
+        paused = false
+        let body = ForwardProxyBody.makeSequence(
+            backPressureStrategy: .init(lowWatermark: 1, highWatermark: 4), finishOnDeinit: false,
+            delegate: ForwardProxyBodyDelegate(channel: context.channel, request: request))
+        state = .awaitingHead(promise, body)
+        deadlineTimer = context.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) { [self] in
+            end(with: HTTPClientError.deadlineExceeded, context: context)
+        }
+        context.write(NIOAny(HTTPClientRequestPart.head(head)), promise: nil)
+        context.writeAndFlush(NIOAny(HTTPClientRequestPart.end(nil)), promise: nil)
+        read(context: context)
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
-        // A few chunks (each up to one socket read) may wait for the reader; the connection
-        // reads again once the reader has taken all but one.
-        state = .awaitingHead(ForwardProxyBody.makeSequence(
-            backPressureStrategy: .init(lowWatermark: 1, highWatermark: 4), finishOnDeinit: false,
-            delegate: ForwardProxyBodyDelegate(channel: context.channel)))
+        self.context = context
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        // A connection that failed before it was active never saw channelInactive; the
-        // pipeline is going away, so there is nothing to close.
+        // A connection that failed before it was active never saw channelInactive.
         fail(with: ChannelError.ioOnClosedChannel)
+        self.context = nil
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        read(context: context)
+        context.read()
         context.fireChannelActive()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         readTimer?.cancel()
         switch (unwrapInboundIn(data), state) {
-        case (.head(let responseHead), .awaitingHead(let sequence)):
+        case (.head(let head), .awaitingHead(let promise, let body)):
             // 1xx answers (100 Continue, 103 Early Hints) precede the real one.
-            guard responseHead.status.code >= 200, let sequence else { return }
-            state = .streaming(sequence.source)
-            head.succeed((responseHead, sequence.sequence))
-        case (.body(let chunk), .streaming(let source)):
+            guard head.status.code >= 200 else { return }
+            state = .streaming(body.source, keepAlive: head.isKeepAlive)
+            promise.succeed((head, body.sequence))
+        case (.body(let chunk), .streaming(let source, _)):
             switch source.yield(chunk) {
             case .produceMore: break
             case .stopProducing: paused = true
             case .dropped: end(with: CancellationError(), context: context)
             }
-        case (.end, .streaming(let source)):
-            state = .finished
+        case (.end, .streaming(let source, let keepAlive)):
+            deadlineTimer?.cancel()
+            guard keepAlive else {
+                state = .closed
+                source.finish()
+                return context.close(promise: nil)
+            }
+            state = .idle
+            paused = false
+            context.read()
+            idleTimer = context.eventLoop.assumeIsolated().scheduleTask(in: idleTimeout) { [self] in
+                end(with: ChannelError.ioOnClosedChannel, context: context)
+            }
+            // Back in the pool before the reader learns that the body ended: its next request
+            // (begun on this event loop, so after this) finds the connection there.
+            onIdle(ForwardProxyConnection(channel: context.channel, handler: NIOLoopBound(self, eventLoop: context.eventLoop)))
             source.finish()
-            context.close(promise: nil)
+        case (_, .idle):
+            // Bytes nobody asked for: the connection cannot be trusted with another request.
+            end(with: HTTPClientError.remoteConnectionClosed, context: context)
         default:
             break
         }
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        if !paused, !isFinished { read(context: context) }
+        if !paused, isAnswering { read(context: context) }
         context.fireChannelReadComplete()
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         switch event {
-        case is ReadMore:
-            if paused, !isFinished {
+        case let more as ReadMore:
+            if more.request == request, paused, isAnswering {
                 paused = false
                 read(context: context)
             }
-        case is DeadlinePassed:
-            end(with: HTTPClientError.deadlineExceeded, context: context)
+        case let gone as ReaderGone:
+            // A reader that stops before the end leaves the rest of the body on the wire.
+            if gone.request == request, case .streaming = state {
+                end(with: CancellationError(), context: context)
+            }
         default:
             context.fireUserInboundEventTriggered(event)
         }
@@ -136,9 +192,12 @@ final class ForwardProxyResponseHandler: ChannelInboundHandler {
         }
     }
 
-    private var isFinished: Bool {
-        if case .finished = state { return true }
-        return false
+    /// A request is waiting for its head or its body.
+    private var isAnswering: Bool {
+        switch state {
+        case .awaitingHead, .streaming: true
+        case .idle, .closed: false
+        }
     }
 
     /// Fails whichever side waits (the head's promise or the body's reader) and closes the connection.
@@ -146,19 +205,23 @@ final class ForwardProxyResponseHandler: ChannelInboundHandler {
         if fail(with: error) { context.close(promise: nil) }
     }
 
-    /// Fails whichever side waits; false if the response had already ended.
+    /// Fails whichever side waits and stops the timers; false if the connection was already closed.
     @discardableResult
     private func fail(with error: any Error) -> Bool {
         switch state {
-        case .awaitingHead(let sequence):
+        case .idle:
+            break
+        case .awaitingHead(let promise, let body):
             // The body never reached a reader; its source must still be finished (NIO checks).
-            sequence?.source.finish()
-            head.fail(error)
-        case .streaming(let source): source.finish(error)
-        case .finished: return false
+            body.source.finish()
+            promise.fail(error)
+        case .streaming(let source, _):
+            source.finish(error)
+        case .closed:
+            return false
         }
-        state = .finished
-        readTimer?.cancel()
+        state = .closed
+        for timer in [readTimer, deadlineTimer, idleTimer] { timer?.cancel() }
         return true
     }
 }

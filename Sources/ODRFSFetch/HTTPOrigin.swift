@@ -107,6 +107,7 @@ public final class HTTPOrigin: ResumableOrigin {
             return !done
         }
         guard first else { return }
+        forwardProxy?.shutdown()
         try? await client.shutdown()
     }
 

@@ -14,6 +14,9 @@ public final class FaultOrigin: Sendable {
         case serve
         /// Always the whole file with 200, whatever Range says.
         case serveIgnoringRange
+        /// As `.serve` (keep-alive), then the connection is closed 50 ms later: a server or
+        /// proxy whose keep-alive timeout passed.
+        case serveThenClose
         /// An empty response with this status.
         case status(Int)
         /// Headers promising the whole answer, `n` body bytes, then a clean close (FIN).
@@ -67,6 +70,7 @@ public final class FaultOrigin: Sendable {
         var scripts: [String: [Behaviour]] = [:]
         var seen: [Seen] = []
         var sent: [String: Int] = [:]
+        var connections = 0
     }
 
     private let state = Mutex(State())
@@ -88,8 +92,10 @@ public final class FaultOrigin: Sendable {
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    let origin = box.withLock { $0! }
+                    origin.state.withLock { $0.connections += 1 }
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                    try channel.pipeline.syncOperations.addHandler(FaultHandler(origin: box.withLock { $0! }))
+                    try channel.pipeline.syncOperations.addHandler(FaultHandler(origin: origin))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
@@ -116,6 +122,9 @@ public final class FaultOrigin: Sendable {
     }
 
     public var seen: [Seen] { state.withLock { $0.seen } }
+
+    /// Connections accepted so far.
+    public var connections: Int { state.withLock { $0.connections } }
 
     /// Body bytes answered with `.serve` for `path` (whole files and ranges).
     public func bytesSent(of path: String) -> Int {
@@ -245,6 +254,11 @@ private final class FaultHandler: ChannelInboundHandler {
             var buffer = context.channel.allocator.buffer(capacity: count)
             buffer.writeBytes(body.prefix(count))
             context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
+        case .serveThenClose:
+            origin.recordSent(payload ?? body.count, for: head)
+            send(status: status, headers: headers, body: Array(body), context: context)
+            let channel = context.channel
+            channel.eventLoop.scheduleTask(in: .milliseconds(50)) { channel.close(promise: nil) }
         default:
             origin.recordSent(payload ?? body.count, for: head)
             send(status: status, headers: headers, body: Array(body), context: context)

@@ -5,6 +5,7 @@ import NIOHTTP1
 import NIOPosix
 import ODRFSCore
 import Testing
+import TestSupport
 @testable import ODRFSFetch
 
 /// http:// URLs go to a forward proxy in absolute form (`GET http://origin/path`), so that a
@@ -74,6 +75,45 @@ struct ForwardProxyTests {
             #expect(seen.first?.host == "origin.invalid:8080")
             #expect(seen.first?.range == nil)
             #expect(seen.first?.proxyAuthorization == "Basic " + Data("user:secret".utf8).base64EncodedString())
+        }
+    }
+
+    /// A lazy mount makes many small requests: they share kept-alive connections, or the
+    /// machine's ephemeral ports would pile up in TIME_WAIT.
+    @Test func requestsReuseKeptAliveConnections() async throws {
+        try await withFaultOrigin { proxy in
+            let small = testBytes(4096)
+            proxy.setFile("/packs/small.tar", small)
+            try await withHTTPOrigin(origin, options: options(proxy: proxy.baseURL)) { origin in
+                for _ in 0..<50 {
+                    let received = try await origin.bytes(of: "packs/small.tar", expected: small.count)
+                    #expect(received == small)
+                }
+                // Readers that stop early (a 404 body nobody reads, a cancelled fetch) close theirs.
+                await #expect(throws: FetchError.self) { _ = try await origin.bytes(of: "packs/missing.tar", expected: 1) }
+                let received = try await origin.bytes(of: "packs/small.tar", expected: small.count)
+                #expect(received == small)
+            }
+            #expect(proxy.requests(of: "/packs/small.tar").count == 51)
+            #expect(proxy.connections <= 2, "\(proxy.connections) connections for 52 requests")
+        }
+    }
+
+    @Test func aKeptAliveConnectionThatThePeerClosedIsNotUsed() async throws {
+        try await withFaultOrigin { proxy in
+            let small = testBytes(4096)
+            proxy.setFile("/packs/small.tar", small)
+            proxy.script("/packs/small.tar", [.serveThenClose])
+            let log = LogCapture()
+            try await withHTTPOrigin(origin, options: options(proxy: proxy.baseURL), log: log) { origin in
+                for _ in 0..<2 {
+                    let received = try await origin.bytes(of: "packs/small.tar", expected: small.count)
+                    #expect(received == small)
+                    try await Task.sleep(for: .milliseconds(200))
+                }
+            }
+            #expect(proxy.connections == 2)
+            #expect(!log.records.contains { $0.text.contains("retrying") }, "\(log.records.map(\.text))")
         }
     }
 
