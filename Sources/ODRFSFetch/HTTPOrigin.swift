@@ -76,12 +76,10 @@ public final class HTTPOrigin: ResumableOrigin {
         // Connection failures come back to `download` at once, which retries them on its own
         // (short) budget; the pool would otherwise retry until the whole deadline passed.
         configuration.connectionPool.retryConnectionEstablishment = false
-        // AsyncHTTPClient carries https:// (by CONNECT through the https proxy); http:// URLs
-        // that a proxy carries go to it in absolute form, so that it can cache them.
-        configuration.proxy = try options.proxy.proxy(scheme: "https", host: address.host)
+        configuration.proxy = try Self.tunnelProxy(for: address, options: options)
+        // Before the client: an HTTPClient dropped without a shutdown traps.
+        self.forwardProxy = try Self.forwardProxy(for: address, options: options, connectTimeout: connectTimeout, readTimeout: readTimeout)
         self.client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
-        self.forwardProxy = try ForwardProxyClient(settings: options.proxy, group: HTTPClient.defaultEventLoopGroup,
-                                                   connectTimeout: connectTimeout, readTimeout: readTimeout)
         self.fetchDeadline = options.fetchDeadline
         self.backoff = RetryBackoff()
         self.logger = logger

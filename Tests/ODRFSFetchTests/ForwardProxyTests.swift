@@ -61,6 +61,23 @@ struct ForwardProxyTests {
         #expect(throws: FetchError.self) { _ = try ProxyEndpoint("http://proxy:0") }
     }
 
+    /// Each origin is stopped only by the proxy setting of its own scheme; the other one is
+    /// needed only for a redirect across schemes.
+    @Test func onlyTheProxyOfTheOriginsSchemeMustBeValid() async throws {
+        var badHTTP = OriginOptions()
+        badHTTP.proxy = ProxySettings(http: "socks5://proxy:1080", https: "proxy:3128")
+        var badHTTPS = OriginOptions()
+        badHTTPS.proxy = ProxySettings(http: "proxy:3128", https: "socks5://proxy:1080")
+        #expect(throws: FetchError.self) { _ = try HTTPOrigin(url: "http://origin.example/", options: badHTTP, logger: LogCapture().logger) }
+        #expect(throws: FetchError.self) { _ = try HTTPOrigin(url: "https://origin.example/", options: badHTTPS, logger: LogCapture().logger) }
+        let https = try HTTPOrigin(url: "https://origin.example/", options: badHTTP, logger: LogCapture().logger)
+        #expect(https.forwardProxy == nil)
+        await https.shutdown()
+        let http = try HTTPOrigin(url: "http://origin.example/", options: badHTTPS, logger: LogCapture().logger)
+        #expect(http.forwardProxy?.endpoint.port == 3128)
+        await http.shutdown()
+    }
+
     @Test func downloadGoesToTheProxyInAbsoluteForm() async throws {
         try await withFaultOrigin { proxy in
             proxy.setFile(path, file)
