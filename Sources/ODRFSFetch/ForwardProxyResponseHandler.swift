@@ -17,16 +17,22 @@ struct ForwardProxyConnection: Sendable {
 /// The reader's side of one response body: asks the connection for more bytes when the
 /// reader has used what it had, and says when the reader stops (done, cancelled or dropped).
 /// `request` tells the connection's later requests apart from this one.
+///
+/// Both always arrive as a later task on the event loop, never inside the call that caused
+/// them: the handler itself finishes or drops a body while it changes its state, and a
+/// synchronous event would re-enter it in the middle of that change.
 struct ForwardProxyBodyDelegate: NIOAsyncSequenceProducerDelegate {
     let channel: any Channel
     let request: Int
 
     func produceMore() {
-        channel.pipeline.fireUserInboundEventTriggered(ForwardProxyResponseHandler.ReadMore(request: request))
+        let (channel, event) = (channel, ForwardProxyResponseHandler.ReadMore(request: request))
+        channel.eventLoop.execute { channel.pipeline.fireUserInboundEventTriggered(event) }
     }
 
     func didTerminate() {
-        channel.pipeline.fireUserInboundEventTriggered(ForwardProxyResponseHandler.ReaderGone(request: request))
+        let (channel, event) = (channel, ForwardProxyResponseHandler.ReaderGone(request: request))
+        channel.eventLoop.execute { channel.pipeline.fireUserInboundEventTriggered(event) }
     }
 }
 

@@ -25,6 +25,8 @@ public final class FaultOrigin: Sendable {
         case reset(after: Int)
         /// Headers, then silence.
         case stall
+        /// No answer at all, not even headers: a proxy whose upstream never answers.
+        case silent
         /// The whole file with 200 whatever Range says, `n` body bytes, then silence: a CDN
         /// that stalls again in the part a resuming client already has.
         case stallIgnoringRange(after: Int)
@@ -184,6 +186,7 @@ private final class FaultHandler: ChannelInboundHandler {
 
     private func respond(to head: HTTPRequestHead, context: ChannelHandlerContext) {
         let (behaviour, file) = origin.take(head)
+        if case .silent = behaviour { return }
         guard let file else {
             return send(status: .notFound, headers: [], body: [], context: context)
         }

@@ -164,6 +164,20 @@ struct ForwardProxyTests {
         }
     }
 
+    /// Regression: failing a request that had no answer yet re-entered the handler while it
+    /// changed state (an exclusivity trap, seen under load).
+    @Test func aProxyThatNeverAnswersIsCutAndRetried() async throws {
+        try await withFaultOrigin { proxy in
+            proxy.setFile(path, file)
+            proxy.script(path, [.silent, .silent])
+            try await withHTTPOrigin(origin, options: options(proxy: proxy.baseURL, deadline: .seconds(3))) { origin in
+                let received = try await origin.bytes(of: "packs/big.tar", expected: file.count)
+                #expect(received == file)
+            }
+            #expect(proxy.requests(of: path).count == 3)
+        }
+    }
+
     @Test func redirectsAreFollowedThroughTheProxy() async throws {
         try await withFaultOrigin { proxy in
             proxy.setFile(path, file)
