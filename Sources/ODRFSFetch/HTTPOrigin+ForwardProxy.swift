@@ -12,12 +12,16 @@ extension HTTPOrigin {
         return try await client.execute(request, deadline: deadline)
     }
 
-    /// AsyncHTTPClient's proxy: it carries only https:// URLs (anything else through the proxy
-    /// goes by ``forwardProxy(for:options:connectTimeout:readTimeout:)``), tunnelled with
-    /// `CONNECT` through the https proxy. An http origin needs it only for a redirect to
-    /// https://, so a bad https proxy setting does not stop that origin.
+    /// AsyncHTTPClient's proxy, which it uses for every URL, with `CONNECT`: the https proxy
+    /// for an https origin. An http origin's own requests reach AsyncHTTPClient only when no
+    /// proxy carries them (none set, or `NO_PROXY`), and must then go direct: it gets the
+    /// https proxy (for redirects to https://) only when its requests go through a proxy too,
+    /// and a bad https proxy setting does not stop it.
     static func tunnelProxy(for address: OriginAddress, options: OriginOptions) throws(FetchError) -> HTTPClient.Configuration.Proxy? {
-        guard address.scheme == "https" else { return (try? options.proxy.proxy(scheme: "https", host: address.host)).flatMap { $0 } }
+        guard address.scheme == "https" else {
+            guard (try? options.proxy.endpoint(scheme: "http", host: address.host)) != nil else { return nil }
+            return (try? options.proxy.proxy(scheme: "https", host: address.host)).flatMap { $0 }
+        }
         return try options.proxy.proxy(scheme: "https", host: address.host)
     }
 
