@@ -85,7 +85,7 @@ extension HTTPOrigin {
             let response: HTTPClientResponse
             let sent = ContinuousClock.now
             do {
-                response = try await client.execute(request, deadline: deadline)
+                response = try await send(request, deadline: deadline)
             } catch {
                 throw AttemptFailure.classify(error, url: shown)
             }

@@ -39,6 +39,8 @@ import Synchronization
 public final class HTTPOrigin: ResumableOrigin {
     let address: OriginAddress
     let client: HTTPClient
+    /// Where http:// requests go when a proxy is set for them (``send(_:deadline:)``).
+    let forwardProxy: ForwardProxyClient?
     /// "Bearer <token>": never logged.
     let authorization: String?
     let fetchDeadline: Duration
@@ -69,14 +71,17 @@ public final class HTTPOrigin: ResumableOrigin {
         configuration.decompression = .disabled
         // A read stall is cut after a third of the deadline so that a fresh connection gets a try.
         let deadline = options.fetchDeadline
-        configuration.timeout = .init(connect: TimeAmount(min(deadline, options.connectTimeout)),
-                                      read: TimeAmount(max(.milliseconds(500), min(.seconds(10), deadline / 3))))
+        let connectTimeout = TimeAmount(min(deadline, options.connectTimeout))
+        let readTimeout = TimeAmount(max(.milliseconds(500), min(.seconds(10), deadline / 3)))
+        configuration.timeout = .init(connect: connectTimeout, read: readTimeout)
         configuration.connectionPool = .init(idleTimeout: .seconds(60),
                                              concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, options.maxConnections))
         // Connection failures come back to `download` at once, which retries them on its own
         // (short) budget; the pool would otherwise retry until the whole deadline passed.
         configuration.connectionPool.retryConnectionEstablishment = false
-        configuration.proxy = try options.proxy.proxy(scheme: address.scheme, host: address.host)
+        configuration.proxy = try Self.tunnelProxy(for: address, options: options)
+        // Before the client: an HTTPClient dropped without a shutdown traps.
+        self.forwardProxy = try Self.forwardProxy(for: address, options: options, connectTimeout: connectTimeout, readTimeout: readTimeout)
         self.client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
         self.fetchDeadline = options.fetchDeadline
         self.lowSpeedLimit = options.lowSpeedLimit
@@ -104,6 +109,7 @@ public final class HTTPOrigin: ResumableOrigin {
             return !done
         }
         guard first else { return }
+        forwardProxy?.shutdown()
         try? await client.shutdown()
     }
 

@@ -5,10 +5,10 @@ import Foundation
 /// `HTTPS_PROXY` / `HTTP_PROXY` / `NO_PROXY` variables (lower-case spellings too), read once
 /// by `odrfs mount` and handed to the daemon whole.
 ///
-/// AsyncHTTPClient reaches every origin through a proxy with a `CONNECT` tunnel (for http://
-/// too), so a forward proxy passes the traffic but cannot cache it. A shared cache for many
-/// mounts is a caching reverse proxy (nginx `proxy_cache`, Squid as an accelerator) that
-/// the mounts use as their origin or as a `--mirror`: see the README's site set-up.
+/// http:// URLs go to the proxy as absolute-form requests (`GET http://origin/path`), as
+/// curl, apt and cvmfs send them, so a caching forward proxy (a site's Squid) serves every
+/// mount behind it from one copy (``ForwardProxyClient``); https:// URLs go through a
+/// `CONNECT` tunnel (AsyncHTTPClient's proxy support), which no proxy can cache.
 public struct ProxySettings: Sendable, Codable, Equatable {
     /// The proxy for http:// origins, as a URL (`http://[user:pass@]host:port`).
     public var http: String?
@@ -45,25 +45,16 @@ public struct ProxySettings: Sendable, Codable, Equatable {
         }
     }
 
-    /// AsyncHTTPClient's proxy for an origin at `scheme://host`, or nil for a direct connection.
-    func proxy(scheme: String, host: String) throws(FetchError) -> HTTPClient.Configuration.Proxy? {
+    /// The proxy for a URL at `scheme://host`, or nil for a direct connection.
+    func endpoint(scheme: String, host: String) throws(FetchError) -> ProxyEndpoint? {
         guard let text = scheme == "https" ? https : http, !bypasses(host) else { return nil }
-        let withScheme = text.contains("://") ? text : "http://" + text
-        guard let components = URLComponents(string: withScheme), let proxyHost = components.host, !proxyHost.isEmpty,
-              components.scheme?.lowercased() == "http" else {
-            throw FetchError(.invalidOrigin, "the proxy '\(Self.redacted(text))' is not an http://host:port URL")
-        }
-        let port = components.port ?? 80
-        // swift-nio traps on a port outside 1-65535.
-        guard OriginAddress.validPorts.contains(port) else {
-            throw FetchError(.invalidOrigin, "the proxy '\(Self.redacted(text))' has no valid port (1-65535)")
-        }
-        if let user = components.user {
-            let password = components.password ?? ""
-            return .server(host: proxyHost, port: port, authorization: .basic(username: user.removingPercentEncoding ?? user,
-                                                                              password: password.removingPercentEncoding ?? password))
-        }
-        return .server(host: proxyHost, port: port)
+        return try ProxyEndpoint(text)
+    }
+
+    /// AsyncHTTPClient's proxy (a `CONNECT` tunnel) for an origin at `scheme://host`, or nil
+    /// for a direct connection.
+    func proxy(scheme: String, host: String) throws(FetchError) -> HTTPClient.Configuration.Proxy? {
+        try endpoint(scheme: scheme, host: host)?.tunnel
     }
 
     /// A proxy URL for messages: the password never shows.

@@ -14,6 +14,9 @@ public final class FaultOrigin: Sendable {
         case serve
         /// Always the whole file with 200, whatever Range says.
         case serveIgnoringRange
+        /// As `.serve` (keep-alive), then the connection is closed 50 ms later: a server or
+        /// proxy whose keep-alive timeout passed.
+        case serveThenClose
         /// An empty response with this status.
         case status(Int)
         /// Headers promising the whole answer, `n` body bytes, then a clean close (FIN).
@@ -28,6 +31,8 @@ public final class FaultOrigin: Sendable {
         /// Honours `Range` as `.serve` does, then one byte of the answer every
         /// `milliseconds`, for ever: never silent long enough for a read timeout.
         case drip(milliseconds: Int)
+        /// No answer at all, not even headers: a proxy whose upstream never answers.
+        case silent
         /// The whole file with 200 whatever Range says, `n` body bytes, then silence: a CDN
         /// that stalls again in the part a resuming client already has.
         case stallIgnoringRange(after: Int)
@@ -47,7 +52,23 @@ public final class FaultOrigin: Sendable {
         public var range: String?
         public var ifRange: String?
         public var authorization: String?
+        /// The request-target as sent: a path, or an absolute URL when a client treated this
+        /// server as its forward proxy (then `path` is the URL's path).
+        public var target: String = ""
+        public var host: String?
+        public var proxyAuthorization: String?
         public var at = ContinuousClock.now
+    }
+
+    /// The path of a request-target, also of an absolute-form one (`http://host:port/path`,
+    /// what a forward proxy receives), without the query.
+    static func path(of target: String) -> String {
+        var rest = Substring(target)
+        if let scheme = rest.range(of: "://"), rest[..<scheme.lowerBound].allSatisfy(\.isLetter) {
+            rest = rest[scheme.upperBound...]
+            rest = rest[(rest.firstIndex(of: "/") ?? rest.endIndex)...]
+        }
+        return String(rest.prefix { $0 != "?" })
     }
 
     public static let entityTag = "\"v1\""
@@ -57,6 +78,7 @@ public final class FaultOrigin: Sendable {
         var scripts: [String: [Behaviour]] = [:]
         var seen: [Seen] = []
         var sent: [String: Int] = [:]
+        var connections = 0
     }
 
     private let state = Mutex(State())
@@ -78,8 +100,10 @@ public final class FaultOrigin: Sendable {
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    let origin = box.withLock { $0! }
+                    origin.state.withLock { $0.connections += 1 }
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                    try channel.pipeline.syncOperations.addHandler(FaultHandler(origin: box.withLock { $0! }))
+                    try channel.pipeline.syncOperations.addHandler(FaultHandler(origin: origin))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
@@ -119,13 +143,16 @@ public final class FaultOrigin: Sendable {
 
     public var seen: [Seen] { state.withLock { $0.seen } }
 
+    /// Connections accepted so far.
+    public var connections: Int { state.withLock { $0.connections } }
+
     /// Body bytes answered with `.serve` for `path` (whole files and ranges).
     public func bytesSent(of path: String) -> Int {
         state.withLock { $0.sent[path] ?? 0 }
     }
 
     fileprivate func recordSent(_ count: Int, for head: HTTPRequestHead) {
-        let path = String(head.uri.prefix { $0 != "?" })
+        let path = Self.path(of: head.uri)
         state.withLock { $0.sent[path, default: 0] += count }
     }
 
@@ -135,11 +162,13 @@ public final class FaultOrigin: Sendable {
 
     /// Records the request and says what to do and with which bytes.
     fileprivate func take(_ head: HTTPRequestHead) -> (Behaviour, [UInt8]?) {
-        let path = String(head.uri.prefix { $0 != "?" })
+        let path = Self.path(of: head.uri)
         return state.withLock { state in
             state.seen.append(Seen(path: path, range: head.headers.first(name: "Range"),
                                    ifRange: head.headers.first(name: "If-Range"),
-                                   authorization: head.headers.first(name: "Authorization")))
+                                   authorization: head.headers.first(name: "Authorization"),
+                                   target: head.uri, host: head.headers.first(name: "Host"),
+                                   proxyAuthorization: head.headers.first(name: "Proxy-Authorization")))
             var behaviour = Behaviour.serve
             if var script = state.scripts[path], !script.isEmpty {
                 behaviour = script.removeFirst()
@@ -175,6 +204,7 @@ private final class FaultHandler: ChannelInboundHandler {
 
     private func respond(to head: HTTPRequestHead, context: ChannelHandlerContext) {
         let (behaviour, file) = origin.take(head)
+        if case .silent = behaviour { return }
         guard let file else {
             return send(status: .notFound, headers: [], body: [], context: context)
         }
@@ -260,6 +290,11 @@ private final class FaultHandler: ChannelInboundHandler {
             var buffer = context.channel.allocator.buffer(capacity: count)
             buffer.writeBytes(body.prefix(count))
             context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
+        case .serveThenClose:
+            origin.recordSent(payload ?? body.count, for: head)
+            send(status: status, headers: headers, body: Array(body), context: context)
+            let channel = context.channel
+            channel.eventLoop.scheduleTask(in: .milliseconds(50)) { channel.close(promise: nil) }
         default:
             origin.recordSent(payload ?? body.count, for: head)
             send(status: status, headers: headers, body: Array(body), context: context)

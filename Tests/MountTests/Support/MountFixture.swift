@@ -47,10 +47,15 @@ final class MountFixture {
         try await Command.run(Self.binary, arguments, timeout: timeout)
     }
 
-    /// Mounts `dist` (or another origin, e.g. a URL) daemonized, and expects success.
-    func mount(at mountpoint: String? = nil, origin: String? = nil, extra: [String] = []) async throws {
+    /// Mounts `dist` (or another origin, e.g. a URL) daemonized, and expects success;
+    /// `environment` adds variables (e.g. `HTTP_PROXY`) for the mount command only.
+    func mount(at mountpoint: String? = nil, origin: String? = nil, extra: [String] = [],
+               environment: [String: String] = [:]) async throws {
         let target = mountpoint ?? self.mountpoint
-        let result = try await odrfs(["mount", origin ?? dist, target, "--cache", cache] + extra)
+        let arguments = ["mount", origin ?? dist, target, "--cache", cache] + extra
+        let result = environment.isEmpty ? try await odrfs(arguments)
+            : try await Command.run("/usr/bin/env", environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+                                        + [Self.binary] + arguments)
         try #require(result.status == 0, "odrfs mount failed: \(result.stderr)\n\(log)")
         mountedAt.append(target)
     }

@@ -1,9 +1,10 @@
 import Foundation
 import TestSupport
 
-/// A forward proxy (a small Python server) that tunnels `CONNECT host:port` and logs each
+/// A forward proxy (a small Python server) that tunnels `CONNECT host:port`, forwards
+/// absolute-form requests (`GET http://host:port/path`, one per connection) and logs each
 /// request line: what `--proxy` goes through. Started as a child, stopped by PID.
-final class ConnectProxy {
+final class LoggingProxy {
     let port: Int
     let log: String
     private let process: ChildProcess
@@ -38,6 +39,15 @@ final class ConnectProxy {
         line = data.split(b"\\r\\n")[0].decode()
         log.write(line + "\\n"); log.flush()
         method, target = line.split(" ")[:2]
+        if method != "CONNECT" and target.startswith("http://"):
+            authority, _, path = target[len("http://"):].partition("/")
+            host, _, p = authority.rpartition(":") if ":" in authority else (authority, "", "80")
+            head, _, body = data.partition(b"\\r\\n\\r\\n")
+            kept = [h for h in head.split(b"\\r\\n")[1:] if not h.lower().startswith((b"proxy-", b"connection:"))]
+            u = socket.create_connection((host, int(p)))
+            u.sendall(b"\\r\\n".join([f"{method} /{path} HTTP/1.1".encode()] + kept + [b"Connection: close"]) + b"\\r\\n\\r\\n" + body)
+            pipe(u, c)
+            c.close(); return
         if method != "CONNECT":
             c.sendall(b"HTTP/1.1 405 Method Not Allowed\\r\\nContent-Length: 0\\r\\n\\r\\n"); c.close(); return
         host, p = target.rsplit(":", 1)
@@ -65,7 +75,7 @@ final class ConnectProxy {
         let serving = { (try? String(contentsOfFile: out, encoding: .utf8))?.contains("serving") == true }
         guard await eventually(timeout: .seconds(10), { serving() || !process.isRunning }) && serving() else {
             process.stop()
-            throw NginxOrigin.NginxError(message: "the CONNECT proxy did not start on port \(port)")
+            throw NginxOrigin.NginxError(message: "the logging proxy did not start on port \(port)")
         }
     }
 
