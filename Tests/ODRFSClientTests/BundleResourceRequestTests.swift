@@ -62,7 +62,7 @@ import TestSupport
                 return error
             }
         }
-        #expect(await eventually { request.progress.totalUnitCount > 0 })
+        #expect(await eventually(.seconds(20)) { request.progress.totalUnitCount > 0 })
         let started = ContinuousClock.now
         request.progress.cancel()
         let outcome = await begin.value

@@ -265,7 +265,9 @@ struct ForwardProxyTests {
                 let start = ContinuousClock.now
                 fetch.cancel()
                 let result = await fetch.result
-                #expect(ContinuousClock.now - start < .seconds(2))
+                // At once, not after the stall's read timeout or the fetch deadline (20 s);
+                // a loaded machine's wake-ups leave some margin.
+                #expect(ContinuousClock.now - start < .seconds(5))
                 guard case .failure(let error) = result else {
                     Issue.record("a cancelled fetch succeeded")
                     return

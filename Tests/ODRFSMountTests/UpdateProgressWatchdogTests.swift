@@ -3,7 +3,7 @@ import Testing
 @testable import ODRFSMount
 
 /// The bound on an update's fetch phase (issue 26, item 2).
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timingSensitive, .timeLimit(.minutes(1)))
 struct UpdateProgressWatchdogTests {
     @Test func noProgressForTheLimitFailsAndCancelsTheWork() async {
         let watchdog = UpdateProgressWatchdog(limit: .milliseconds(400), lowSpeedLimit: .kibibytes(1))
@@ -20,10 +20,12 @@ struct UpdateProgressWatchdogTests {
     }
 
     @Test func workThatKeepsMovingIsNeverCutOff() async throws {
-        let watchdog = UpdateProgressWatchdog(limit: .milliseconds(500), lowSpeedLimit: .kibibytes(1))
+        // Progress every 100 ms (a pack done each time), for longer than the limit in all;
+        // the limit leaves room for a loaded machine's late wake-ups.
+        let watchdog = UpdateProgressWatchdog(limit: .seconds(3), lowSpeedLimit: .kibibytes(1))
+        let started = ContinuousClock.now
         try await watchdog.bound(failure: { _ in ControlError(.originUnreachable, "gave up") }) { () throws(ControlError) in
-            // Three times the limit in all, progress every 100 ms.
-            for _ in 0..<15 {
+            while ContinuousClock.now - started < .seconds(4) {
                 try? await Task.sleep(for: .milliseconds(100))
                 watchdog.advance()
             }
@@ -43,21 +45,23 @@ struct UpdateProgressWatchdogTests {
     /// A trickle below the low-speed limit is no progress, however often it arrives; bytes
     /// at the limit are, through the tally as through credit.
     @Test func aTrickleIsNoProgressButBytesAtTheLimitAre() async throws {
-        let slow = UpdateProgressWatchdog(limit: .milliseconds(600), lowSpeedLimit: .kibibytes(1))
+        let slow = UpdateProgressWatchdog(limit: .seconds(1), lowSpeedLimit: .kibibytes(1))
         let error = await #expect(throws: ControlError.self) {
             try await slow.bound(failure: { _ in ControlError(.originUnreachable, "gave up") }) { () throws(ControlError) in
-                for _ in 0..<100 {
+                for _ in 0..<400 {
                     try? await Task.sleep(for: .milliseconds(50))
-                    slow.credit(10)   // 200 bytes/s
+                    slow.credit(10)   // 200 bytes/s at most: 10 ms of credit per step
                 }
             }
         }
         #expect(error?.message == "gave up")
-        let steady = UpdateProgressWatchdog(limit: .milliseconds(600), lowSpeedLimit: .kibibytes(1))
+        // 10 KB per step is 10 s of credit at 1 KiB/s: never behind, however late the steps.
+        let steady = UpdateProgressWatchdog(limit: .seconds(1), lowSpeedLimit: .kibibytes(1))
+        let started = ContinuousClock.now
         try await steady.bound(failure: { _ in ControlError(.originUnreachable, "gave up") }) { () throws(ControlError) in
-            for _ in 0..<30 {
+            while ContinuousClock.now - started < .seconds(2) {
                 try? await Task.sleep(for: .milliseconds(50))
-                steady.tally.add(200)   // 4,000 bytes/s
+                steady.tally.add(10_000)
             }
         }
     }

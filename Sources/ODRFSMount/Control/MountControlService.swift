@@ -113,7 +113,11 @@ public final class MountControlService: ControlService {
         }
         for name in tags { try requireTag(name) }
         for name in tags {
-            await manager.setPreservationPriorityDurably(value, for: Tag(name))
+            do {
+                try await manager.setPreservationPriorityDurably(value, for: Tag(name))
+            } catch {
+                throw ControlError(.internalError, "the priority of '\(name)' is set for this session but could not be saved to the cache index: \(error)")
+            }
         }
         logger.info("preservation priority set", metadata: ["tags": "\(tags)", "priority": "\(value)"])
     }

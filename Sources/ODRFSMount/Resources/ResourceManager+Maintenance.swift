@@ -61,18 +61,22 @@ extension ResourceManager {
 
     /// ``setPreservationPriority(_:for:)``, returning once the override is on stable storage
     /// (`odrfs priority --set`: a power cut after the command returns cannot undo it).
-    public func setPreservationPriorityDurably(_ priority: Double?, for tag: Tag) async {
+    /// A failed write throws: the caller must not report a durable change that is not.
+    public func setPreservationPriorityDurably(_ priority: Double?, for tag: Tag) async throws(StoreError) {
         table.withState { state in
             state.priorityOverrides[tag] = priority
             PackTable.assignPriorities(&state, manifest: manifest)
         }
-        await io.run { [self] in
+        try await io.run { [self] () throws(StoreError) in
             // The tag's value when the write runs, as in `savePriorities`.
             let value = table.withState { $0.priorityOverrides[tag] }
-            do {
+            do throws(StoreError) {
                 try store.index.setPriority(value, for: tag)
             } catch {
                 logger.error("cannot save a preservation priority", metadata: ["tag": "\(tag)", "error": "\(error)"])
+                // Left for the next periodic save to retry.
+                table.withState { _ = $0.unsavedPriorities.insert(tag) }
+                throw error
             }
         }
     }

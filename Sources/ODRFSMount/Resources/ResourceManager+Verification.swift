@@ -22,10 +22,14 @@ extension ResourceManager {
             let identity = await io.run { [store] in store.verifyUnverified(descriptor, chunkSize: chunkSize) }
             guard let identity, !Task.isCancelled, isServing() else { continue }
             let index = Int(pack.rawValue)
-            // Under the lock: no download owns the path, so moving the copy there is safe.
+            // The rename runs on the I/O executor, never under the lock (no lock across I/O).
+            // A download that starts meanwhile finds no copy to adopt and publishes the same
+            // verified bytes at the same path; so the pack is made local here only if none
+            // did, and otherwise the download's own publication decides.
+            guard state(of: pack) == .notDownloaded,
+                  await io.run({ [store] in store.moveVerifiedIntoPlace(descriptor) }) else { continue }
             let moved = table.withState { state -> Bool in
-                guard !state.slots[index].isLocal, state.slots[index].download == nil,
-                      store.moveVerifiedIntoPlace(descriptor) else { return false }
+                guard !state.slots[index].isLocal, state.slots[index].download == nil else { return false }
                 state.slots[index].isLocal = true
                 state.cachedBytes += descriptor.bytes.value
                 return true
