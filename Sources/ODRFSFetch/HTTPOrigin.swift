@@ -31,6 +31,10 @@ import Synchronization
 ///   a server that answers such a request with the whole file is asked one range at a time
 ///   from then on.
 /// - Every response head and every connection failure is recorded in ``healthRecord``.
+/// - Redirects are followed by hand (at most ``maxRedirects`` hops), each target validated
+///   exactly as an origin URL is (``OriginAddress/redirectTarget(_:from:)``): a `Location`
+///   is input from a server, and one naming port 99999 used to kill the daemon inside
+///   swift-nio.
 /// - A bearer token goes to the origin's own scheme, host and port only, never along a
 ///   redirect elsewhere. Neither the token nor the URL's query appears in logs or errors.
 ///
