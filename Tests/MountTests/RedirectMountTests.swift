@@ -77,10 +77,13 @@ struct RedirectMountTests {
         let healed = try await Command.run("/bin/cat", [level1])
         #expect(healed.status == 0 && healed.stdout == Data(TestBundle.files["levels/1/map.dat"]!), "\(healed.stderr)")
 
-        // An update check whose manifest is redirected fails cleanly; the mount stays.
-        origin.script("/manifest.json", always(invalidTargets[0]))
-        let update = try await fixture.odrfs(["update", fixture.mountpoint])
-        #expect(update.status != 0 && update.stderr.contains("redirect"), "\(update.stderr)")
+        // An update check whose manifest is redirected, to each form, fails cleanly; the mount stays.
+        for target in invalidTargets {
+            origin.script("/manifest.json", always(target))
+            let update = try await fixture.odrfs(["update", fixture.mountpoint])
+            #expect(update.status != 0 && update.stderr.contains("redirect"), "\(target): \(update.stderr)")
+            #expect(kill(daemon, 0) == 0, "the daemon died on a manifest redirect to \(target)")
+        }
         origin.script("/manifest.json", [])
 
         // Revision 2's new index redirected: the update fails, the mount stays on revision 1.
@@ -90,9 +93,12 @@ struct RedirectMountTests {
         try origin.setFiles(from: fixture.dist)
         let newIndex = "/" + (try fixture.manifest.index.file)
         try #require(newIndex != indexPath)
-        origin.script(newIndex, always(invalidTargets[3]))
-        let indexUpdate = try await fixture.odrfs(["update", fixture.mountpoint])
-        #expect(indexUpdate.status != 0 && indexUpdate.stderr.contains("redirect"), "\(indexUpdate.stderr)")
+        for target in invalidTargets {
+            origin.script(newIndex, always(target))
+            let indexUpdate = try await fixture.odrfs(["update", fixture.mountpoint])
+            #expect(indexUpdate.status != 0 && indexUpdate.stderr.contains("redirect"), "\(target): \(indexUpdate.stderr)")
+            #expect(kill(daemon, 0) == 0, "the daemon died on an index redirect to \(target)")
+        }
         #expect(!FileManager.default.fileExists(atPath: fixture.mountpoint + "/levels/3/new.txt"))
         #expect(kill(daemon, 0) == 0)
         #expect(try await fixture.unmount().status == 0)
