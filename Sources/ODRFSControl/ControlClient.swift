@@ -41,7 +41,8 @@ public final class ControlClient: Sendable {
     public static func connect(mountpoint: String) async throws(ControlError) -> ControlClient {
         let resolved = RuntimeDirectory.resolve(mountpoint: mountpoint)
         let owner = RuntimeDirectory.mountOwner(resolved) ?? geteuid()
-        let runtime = RuntimeDirectory(mountpoint: resolved, owner: owner)
+        // A mount root shared with every user (allow_other) keeps its socket elsewhere.
+        let runtime = RuntimeDirectory(clientOfMountpoint: resolved)
         return try await connect(socketPath: runtime.controlSocket, describing: resolved, expectedServerUIDs: [owner, 0, geteuid()])
     }
 

@@ -21,6 +21,8 @@ final class ControlConnection: Sendable {
     let executor: ServiceExecutor
     let inbound: InboundQueue
     let logger: Logger
+    /// Whether the peer may change the mount (``ControlAccess``), decided at admission.
+    let mayChange: Bool
     let state = Mutex(State())
 
     struct State {
@@ -33,7 +35,9 @@ final class ControlConnection: Sendable {
         var watches: [Int: Task<Void, Never>] = [:]
     }
 
-    init(channel: any Channel, number: UInt64, service: any ControlService, executor: ServiceExecutor, logger: Logger) {
+    init(channel: any Channel, number: UInt64, service: any ControlService, executor: ServiceExecutor, logger: Logger,
+         mayChange: Bool = true) {
+        self.mayChange = mayChange
         self.channel = channel
         self.number = number
         self.service = service
@@ -117,6 +121,10 @@ final class ControlConnection: Sendable {
         }
         let id = request.id
         do throws(ControlError) {
+            if request.operation.changesTheMount && !mayChange {
+                logger.notice("control request refused: only the mount's owner and root may change it", metadata: ["operation": "\(request.operation.name)"])
+                throw ControlError(.permissionDenied, "permission denied: only the user who mounted and root may \(request.operation.name) this mount; every local user may read its status and request tags")
+            }
             switch request.operation {
             case .status:
                 var reply = ControlResponse.success(id)

@@ -46,6 +46,17 @@ public enum ControlOperation: Sendable, Equatable {
     /// sessions (1: this one), oldest first (`odrfs trace`).
     case trace(sessions: Int)
 
+    /// Whether the operation changes the mount or reads what only its owner may see: on
+    /// a mount shared with every local user, only the owner and root may do it
+    /// (``ControlAccess``). Reading status and events, and requesting tags (whose retains
+    /// end with the connection), are everyone's.
+    public var changesTheMount: Bool {
+        switch self {
+        case .prioritySet, .purge, .update, .trace: true
+        case .status, .request, .end, .priorityGet, .cancel, .watchDisk, .watchEvents: false
+        }
+    }
+
     /// The wire name.
     public var name: String {
         switch self {

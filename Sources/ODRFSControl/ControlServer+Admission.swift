@@ -7,7 +7,7 @@ extension ControlServer {
     /// connection's task, or installs a handler that says why it is refused and hangs up.
     func admit(_ channel: any Channel, executor: ServiceExecutor) -> EventLoopFuture<Void> {
         PeerCredentials.uid(of: channel).flatMap { [self] peer in
-            guard let peer, allowedUIDs.contains(peer) else {
+            guard let peer, access.mayConnect(peer) else {
                 logger.warning("control connection refused: peer is neither the daemon's user nor root", metadata: [
                     "peer.uid": "\(peer.map { "\($0)" } ?? "unknown")", "daemon.uid": "\(geteuid())",
                 ])
@@ -19,7 +19,8 @@ extension ControlServer {
                 guard state.connections.count < maximumConnections else { return .full }
                 let number = state.nextConnection
                 state.nextConnection += 1
-                let connection = ControlConnection(channel: channel, number: number, service: service, executor: executor, logger: logger)
+                let connection = ControlConnection(channel: channel, number: number, service: service, executor: executor, logger: logger,
+                                                   mayChange: access.mayChange(peer))
                 state.connections[number] = connection
                 // Created under the lock: `stop()` either sees it or this sees `stopped`.
                 state.tasks[number] = Task(executorPreference: executor) { [self] in

@@ -39,7 +39,8 @@ public final class ControlServer: Sendable {
     static let outboundLimit = 8 * 1024 * 1024
     let service: any ControlService
     let logger: Logger
-    let allowedUIDs: Set<uid_t>
+    /// Who may connect, and who may change the mount.
+    let access: ControlAccess
     /// Connections cost memory, not threads, but descriptors are finite: a client that
     /// opens connections in a loop must not exhaust the daemon.
     let maximumConnections: Int
@@ -58,15 +59,17 @@ public final class ControlServer: Sendable {
     }
 
     /// A server for `socketPath` (normally ``RuntimeDirectory/controlSocket``).
-    /// `allowedUIDs` defaults to the daemon's effective uid and root; connections beyond
-    /// `maximumConnections` at once are answered `too-many-connections` and closed.
-    /// Without an `eventLoopGroup` the server runs its own one-thread group.
-    public init(socketPath: String, service: any ControlService, logger: Logger, allowedUIDs: Set<uid_t>? = nil,
+    /// `access` defaults to the daemon's effective uid and root only; with
+    /// ``ControlAccess/everyLocalUser(owner:)`` the socket is mode 0666 in a directory
+    /// others may enter (`sharedDirectory`). Connections beyond `maximumConnections` at once
+    /// are answered `too-many-connections` and closed. Without an `eventLoopGroup` the
+    /// server runs its own one-thread group.
+    public init(socketPath: String, service: any ControlService, logger: Logger, access: ControlAccess? = nil,
                 maximumConnections: Int = 4096, eventLoopGroup: (any EventLoopGroup)? = nil) {
         self.socketPath = socketPath
         self.service = service
         self.logger = logger
-        self.allowedUIDs = allowedUIDs ?? [geteuid(), 0]
+        self.access = access ?? .ownerOnly(geteuid())
         self.maximumConnections = maximumConnections
         self.sharedGroup = eventLoopGroup
     }
@@ -80,7 +83,8 @@ public final class ControlServer: Sendable {
         guard state.withLock({ !$0.started && !$0.stopped }) else {
             throw ControlError(.internalError, "the control server for \(socketPath) was already started")
         }
-        let directory = RuntimeDirectory(path: (socketPath as NSString).deletingLastPathComponent)
+        let shared = access.connect == nil
+        let directory = RuntimeDirectory(path: (socketPath as NSString).deletingLastPathComponent, shared: shared)
         try directory.create()
         if try PrivatePath.checkEntry(socketPath, kind: S_IFSOCK) {
             guard !UnixSocket.isLive(socketPath) else {
@@ -89,7 +93,7 @@ public final class ControlServer: Sendable {
             unlink(socketPath)
         }
         let fd = try UnixSocket.listen(at: socketPath, backlog: 1024)
-        guard chmod(socketPath, 0o600) == 0 else {
+        guard chmod(socketPath, shared ? 0o666 : 0o600) == 0 else {
             let reason = String(cString: strerror(errno))
             close(fd)
             unlink(socketPath)

@@ -9,10 +9,15 @@ import Foundation
 /// symlink is refused), owned by the expected user, and without any group or other
 /// permission bits. Inside such a directory nobody else can create or replace entries.
 enum PrivatePath {
-    /// Creates `path` (mode 0700) unless it exists, then verifies it as above. Throws a
-    /// message that says what is wrong and how to fix it.
-    static func ensureDirectory(_ path: String, owner: uid_t = geteuid()) throws(ControlError) {
-        if mkdir(path, 0o700) != 0 && errno != EEXIST {
+    /// Creates `path` (mode 0700, or 0755 when `othersMayEnter`) unless it exists, then
+    /// verifies it as above. Throws a message that says what is wrong and how to fix it.
+    ///
+    /// `othersMayEnter`: the directory of a mount shared with every local user, whose
+    /// control socket they may reach. It may let others in (r-x) but never write (no
+    /// group or other `w`: nobody else can create or replace an entry); one of ours without
+    /// other access is opened up to 0755.
+    static func ensureDirectory(_ path: String, owner: uid_t = geteuid(), othersMayEnter: Bool = false) throws(ControlError) {
+        if mkdir(path, othersMayEnter ? 0o755 : 0o700) != 0 && errno != EEXIST {
             throw ControlError(.internalError, "cannot create the runtime directory \(path): \(String(cString: strerror(errno)))")
         }
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
@@ -32,7 +37,27 @@ enum PrivatePath {
         guard fstat(fd, &info) == 0 else {
             throw ControlError(.internalError, "cannot stat the runtime directory \(path): \(String(cString: strerror(errno)))")
         }
-        try check(path, info, owner: owner)
+        guard othersMayEnter else { return try check(path, info, owner: owner) }
+        try checkShared(path, info, owner: owner)
+        if info.st_mode & 0o055 != 0o055 {
+            guard fchmod(fd, (info.st_mode & 0o7777) | 0o055) == 0 else {
+                throw ControlError(.internalError, "cannot open \(path) to other users: \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+
+    /// The verdict on a shared directory's `stat`: ours, and nobody else may write in it.
+    static func checkShared(_ path: String, _ info: stat, owner: uid_t) throws(ControlError) {
+        guard (info.st_mode & S_IFMT) == S_IFDIR else {
+            throw refusal(path, "it is not a directory. Remove it")
+        }
+        guard info.st_uid == owner else {
+            throw refusal(path, "it is owned by uid \(info.st_uid), not by uid \(owner) (the daemon's user). Remove it (as root)")
+        }
+        let mode = info.st_mode & 0o7777
+        guard mode & 0o022 == 0 else {
+            throw refusal(path, "its mode is \(String(mode, radix: 8)), which lets other users write in it; it must be 755. Run `chmod 755 \(path)` if you created it, or remove it")
+        }
     }
 
     /// Verifies the entry at `path` if there is one: it must be of type `kind` (e.g.

@@ -22,11 +22,19 @@ import ODRFSCore
 public struct RuntimeDirectory: Sendable {
     /// The directory's absolute path.
     public let path: String
+    /// A mount root made with `allow_other`, shared with every local user: its directory
+    /// (under `/run/odrfs-shared`, mode 0755) and socket (0666) let them in, and the
+    /// daemon tells who may do what by the peer's uid (``ControlAccess``).
+    public let isShared: Bool
 
     /// A runtime directory at an explicit `path` (tests, or a custom location).
-    public init(path: String) {
+    public init(path: String, shared: Bool = false) {
         self.path = path
+        self.isShared = shared
     }
+
+    /// The parent of every shared mount's runtime directory (root's mounts only).
+    public static let sharedBase = "/run/odrfs-shared"
 
     /// The runtime directory of the mount at `absolutePath` (already resolved), for a
     /// daemon run by this process's user.
@@ -34,11 +42,20 @@ public struct RuntimeDirectory: Sendable {
         self.init(mountpoint: absolutePath, owner: geteuid())
     }
 
+    /// The runtime directory of a mount made by root with `allow_other`.
+    public init(sharedMountpoint absolutePath: String) {
+        self.init(path: Self.sharedBase + "/" + Self.digest(absolutePath), shared: true)
+    }
+
+    private static func digest(_ absolutePath: String) -> String {
+        SHA256.hash(data: Array(absolutePath.utf8)).prefix(8).map { String(format: "%02x", $0) }.joined()
+    }
+
     /// The runtime directory of the mount at `absolutePath` whose daemon runs as `owner`:
     /// `/run/odrfs` for root; for others `$XDG_RUNTIME_DIR/odrfs` (the caller's own, or
     /// `/run/user/<uid>` for another user's mount), else `/tmp/odrfs-<uid>`.
     public init(mountpoint absolutePath: String, owner: uid_t) {
-        let digest = SHA256.hash(data: Array(absolutePath.utf8)).prefix(8).map { String(format: "%02x", $0) }.joined()
+        let digest = Self.digest(absolutePath)
         let base: String
         if owner == 0 {
             base = "/run/odrfs"
@@ -50,6 +67,7 @@ public struct RuntimeDirectory: Sendable {
             base = "/tmp/odrfs-\(owner)"
         }
         path = base + "/" + digest
+        isShared = false
     }
 
     /// The runtime directory a client should use for the mount at `path`. The kernel
@@ -58,7 +76,12 @@ public struct RuntimeDirectory: Sendable {
     /// not allowed is then refused by the socket rather than told there is no daemon.
     public init(clientOfMountpoint path: String) {
         let resolved = Self.resolve(mountpoint: path)
-        self.init(mountpoint: resolved, owner: Self.mountOwner(resolved) ?? geteuid())
+        let entry = MountTable.current().entry(at: resolved)
+        if let entry, entry.fuseOwner == 0, entry.superOptions.contains("allow_other") {
+            self.init(sharedMountpoint: resolved)
+        } else {
+            self.init(mountpoint: resolved, owner: entry?.fuseOwner ?? geteuid())
+        }
     }
 
     /// The `user_id` of the FUSE mount at `absolutePath`, from /proc/self/mountinfo.
@@ -94,8 +117,8 @@ public struct RuntimeDirectory: Sendable {
     /// both: real directories, owned by this user, no group or other permission bits.
     /// Throws (`permission-denied`, with what to do) rather than use an unsafe one.
     public func create() throws(ControlError) {
-        try PrivatePath.ensureDirectory((path as NSString).deletingLastPathComponent)
-        try PrivatePath.ensureDirectory(path)
+        try PrivatePath.ensureDirectory((path as NSString).deletingLastPathComponent, othersMayEnter: isShared)
+        try PrivatePath.ensureDirectory(path, othersMayEnter: isShared)
     }
 
     /// Records this process as the mount's daemon: written to a new file (never through

@@ -5,10 +5,11 @@ import ODRFSControl
 /// Exit codes of the commands that talk to a mount's daemon (status, request, priority, purge).
 enum ControlExitCode {
     static let help = """
-        Exit codes: 0 ok; 1 error (no daemon at the mountpoint, permission denied, ...); \
+        Exit codes: 0 ok; 1 error (no daemon at the mountpoint, ...); \
         3 not local (request --conditional); 4 invalid tag; 5 exceeded maximum in-use size; \
         6 out of space; 7 origin unreachable; 8 resource unavailable (pack missing or corrupt \
-        on the origin); 64 usage error.
+        on the origin); 9 permission denied (another user's mount, or a change only its \
+        owner and root may make); 64 usage error.
         """
     static let notLocal: Int32 = 3
 
@@ -20,6 +21,7 @@ enum ControlExitCode {
         case .outOfSpace: 6
         case .originUnreachable: 7
         case .resourceUnavailable: 8
+        case .permissionDenied: 9
         default: 1
         }
     }

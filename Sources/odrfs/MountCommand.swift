@@ -183,6 +183,13 @@ struct MountCommand: AsyncParsableCommand {
         if let configurationFd {
             configuration = try Daemonizer.readConfiguration(from: configurationFd)
         }
+        if configuration.isSharedWithEveryUser {
+            // Every local user reads the mount; its cache, log and runtime state stay root's.
+            try? FileManager.default.createDirectory(atPath: configuration.resolvedCacheDirectory, withIntermediateDirectories: true)
+            guard chmod(configuration.resolvedCacheDirectory, 0o700) == 0 else {
+                throw ValidationError("cannot make the cache \(configuration.resolvedCacheDirectory) private to root: \(String(cString: strerror(errno)))")
+            }
+        }
         if !foreground {
             try Daemonizer.startDaemon(configuration: configuration, logLevel: logging.logLevel)
             return

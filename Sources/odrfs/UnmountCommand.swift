@@ -21,7 +21,7 @@ struct UnmountCommand: ParsableCommand {
 
     func run() throws {
         let target = Self.absolutePath(mountpoint)
-        let runtime = RuntimeDirectory(mountpoint: target)
+        let runtime = RuntimeDirectory(clientOfMountpoint: target)
         let daemon = runtime.daemonPID()
         let result = try Self.fusermount(lazy ? ["-u", "-z", target] : ["-u", target])
         guard result.status == 0 else {

@@ -40,6 +40,36 @@ import TestSupport
         #expect(layout.runtime.daemonPID() == getpid())
     }
 
+    /// A mount shared with every user (issue 25 item 4): others may enter, never write.
+    @Test func sharedDirectoriesLetOthersInButNeverWrite() throws {
+        let layout = try Layout()
+        let shared = RuntimeDirectory(path: layout.base + "/mount", shared: true)
+        try shared.create()
+        var info = stat()
+        for path in [layout.base, shared.path] {
+            #expect(lstat(path, &info) == 0)
+            #expect(info.st_mode & 0o777 == 0o755, "\(path)")
+        }
+        // A private one of ours is opened up; one others may write in is refused.
+        let again = try Layout()
+        #expect(mkdir(again.base, 0o700) == 0)
+        try RuntimeDirectory(path: again.base + "/mount", shared: true).create()
+        #expect(lstat(again.base, &info) == 0 && info.st_mode & 0o777 == 0o755)
+        for mode: mode_t in [0o775, 0o757, 0o777] {
+            let open = try Layout()
+            #expect(mkdir(open.base, 0o700) == 0 && chmod(open.base, mode) == 0)
+            let error = refusal { () throws(ControlError) in try RuntimeDirectory(path: open.base + "/mount", shared: true).create() }
+            #expect(error?.code == .permissionDenied, "mode \(String(mode, radix: 8))")
+        }
+        // Who may do what on a shared mount.
+        let access = ControlAccess.everyLocalUser(owner: 1000)
+        #expect(access.mayConnect(65534) && !access.mayChange(65534))
+        #expect(access.mayChange(1000) && access.mayChange(0))
+        #expect(!ControlAccess.ownerOnly(1000).mayConnect(65534))
+        #expect(ControlOperation.purge(tags: nil).changesTheMount && ControlOperation.update(check: true).changesTheMount)
+        #expect(!ControlOperation.status.changesTheMount && !ControlOperation.watchEvents.changesTheMount)
+    }
+
     @Test(.enabled(if: geteuid() == 0, "needs root to chown to another user"))
     func directoryOfAnotherUserIsRefused() throws {
         let layout = try Layout()

@@ -53,6 +53,21 @@ public struct MountConfiguration: Sendable, Codable {
     /// The cache directory to use: the one given, or one per origin under the
     /// user's (or, for root, the system's) cache directory. Local origins are
     /// resolved first so `./dist` and `/abs/dist` share a cache.
+    /// A mount made by root with `-o allow_other`: shared with every local user. The kernel
+    /// then checks the files' modes (`default_permissions` is added), and the control
+    /// socket lets every user read and request tags, while only root changes the mount
+    /// (``ODRFSControl/ControlAccess``). A user's `allow_other` mount keeps a private socket.
+    public var isSharedWithEveryUser: Bool {
+        geteuid() == 0 && fuseOptions.contains("allow_other")
+    }
+
+    /// The FUSE options the session is given: `default_permissions` with `allow_other`, so
+    /// that other users are held to each file's mode.
+    public var effectiveFuseOptions: [String] {
+        guard fuseOptions.contains("allow_other"), !fuseOptions.contains("default_permissions") else { return fuseOptions }
+        return fuseOptions + ["default_permissions"]
+    }
+
     public var resolvedCacheDirectory: String {
         if let cacheDirectory { return cacheDirectory }
         var key = origin

@@ -43,7 +43,7 @@ public final class MountDaemon: Sendable {
     private init(mountpoint: String, origin: any Origin, revisions: MountRevisions, session: FUSESession,
                  updater: BundleUpdater, updateSettings: UpdateSettings,
                  manifestLimit: ByteCount, prefetchDelay: Duration?, learnPrefetch: Bool,
-                 passthrough: PassthroughSettings, ioUring: Bool = false, logger: Logger) {
+                 passthrough: PassthroughSettings, ioUring: Bool = false, shared: Bool = false, logger: Logger) {
         self.learnPrefetch = learnPrefetch
         self.passthrough = passthrough
         self.ioUring = ioUring
@@ -55,7 +55,7 @@ public final class MountDaemon: Sendable {
         self.updater = updater
         self.updateSettings = updateSettings
         self.session = session
-        self.runtime = RuntimeDirectory(mountpoint: mountpoint)
+        self.runtime = shared ? RuntimeDirectory(sharedMountpoint: mountpoint) : RuntimeDirectory(mountpoint: mountpoint)
         self.control = ControlServer(
             socketPath: runtime.controlSocket,
             service: MountControlService(revisions: revisions, updater: updater, logger: logger,
@@ -63,7 +63,8 @@ public final class MountDaemon: Sendable {
                                              MountStatus.snapshot(of: manager, passthroughSettings: passthrough,
                                                                   passthrough: session.passthrough, transport: session.transport)
                                          }),
-            logger: logger
+            logger: logger,
+            access: shared ? .everyLocalUser(owner: geteuid()) : .ownerOnly(geteuid())
         )
         self.logger = logger
     }
@@ -116,7 +117,7 @@ public final class MountDaemon: Sendable {
         let fileSystem = RevisionSwitchingFileSystem(
             BundleFileSystem(index: index, manager: manager, logger: logger, passthrough: configuration.passthrough))
         var options = MountOptions(fsName: "odrfs", subtype: "odrfs")
-        options.extra = configuration.fuseOptions
+        options.extra = configuration.effectiveFuseOptions
         let session: FUSESession
         do {
             session = try FUSESession(fileSystem: fileSystem, options: options, logger: logger)
@@ -135,7 +136,8 @@ public final class MountDaemon: Sendable {
                            updateSettings: configuration.updates,
                            manifestLimit: configuration.manifestLimit, prefetchDelay: configuration.schedule.prefetchDelay,
                            learnPrefetch: configuration.learnPrefetch,
-                           passthrough: configuration.passthrough, ioUring: configuration.ioUring, logger: logger)
+                           passthrough: configuration.passthrough, ioUring: configuration.ioUring,
+                           shared: configuration.isSharedWithEveryUser, logger: logger)
     }
 
     /// Attaches the kernel mount. After this returns the mount is usable.

@@ -69,7 +69,9 @@ final class MountFixture {
 
     /// The mount daemon's PID, from its runtime directory.
     func daemonPID(_ mountpoint: String? = nil) -> pid_t? {
-        RuntimeDirectory(mountpoint: Self.resolvedWithoutEnteringMount(mountpoint ?? self.mountpoint)).daemonPID()
+        let path = Self.resolvedWithoutEnteringMount(mountpoint ?? self.mountpoint)
+        // A mount made with allow_other keeps its runtime files with the shared ones.
+        return RuntimeDirectory(mountpoint: path).daemonPID() ?? RuntimeDirectory(sharedMountpoint: path).daemonPID()
     }
 
     var manifest: Manifest {
