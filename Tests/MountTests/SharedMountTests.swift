@@ -14,7 +14,7 @@ struct SharedMountTests {
         try await Command.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", executable] + arguments)
     }
 
-    @Test("as nobody: reads by mode, status, request and --hold work; purge and priority --set are refused with exit code 9; root may")
+    @Test("as nobody: reads by mode, status, request, --hold and a BundleResourceRequest work; purge and priority --set are refused with exit code 9; root may")
     func everyUser() async throws {
         try #require(geteuid() == 0, "needs root to mount with allow_other and to run commands as nobody")
         let fixture = try MountFixture()
@@ -46,6 +46,14 @@ struct SharedMountTests {
         #expect(held, "nobody's --hold did not retain Level3")
         hold.stop()
         #expect(await eventually(timeout: .seconds(20)) { (try? fixture.retains(of: "Level3")) == 0 }, "the retain outlived its connection")
+
+        // A Swift program of nobody's, through ODRFSClient's BundleResourceRequest (the
+        // iTravel example: it requests the tag, reads, ends access, twice).
+        let itravel = (MountFixture.binary as NSString).deletingLastPathComponent + "/odrfs-itravel"
+        #expect(try fixture.state(of: "Big") == "not-downloaded")
+        let client = try await Self.asNobody(itravel, [mnt, "Big"])
+        #expect(client.status == 0 && client.output.contains("visit 2"), "\(client.output) \(client.stderr)")
+        #expect(try fixture.state(of: "Big") == "downloaded")
 
         // Changes are the owner's and root's.
         for arguments in [["purge", mnt, "--all"], ["priority", mnt, "Level1", "--set", "0.9"], ["update", mnt]] {
