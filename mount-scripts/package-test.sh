@@ -24,7 +24,9 @@ deb=$(realpath "$deb")
 
 command -v debootstrap >/dev/null || {
     say "installing debootstrap"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq debootstrap >/dev/null
 }
 
 # The mirror this machine's apt uses (deb822 .sources or a one-line sources.list).

@@ -11,7 +11,10 @@ set -euo pipefail
 source "$(dirname "$0")/as-root.sh"
 cd "$(dirname "$0")/.."
 [[ -d /opt/swift/usr/bin && ":$PATH:" != *":/opt/swift/usr/bin:"* ]] && export PATH="/opt/swift/usr/bin:$PATH"
-repo=$PWD
+# Files 0644 and directories 0755 whatever the caller's umask, as Debian expects.
+umask 022
+# git refuses a checkout owned by another user (as under sudo) unless told it is safe.
+git() { command git -c safe.directory="$PWD" "$@"; }
 output=$(realpath -m "${1:-.build/package}")
 # The Debian revision of this packaging of a version (the upstream version lives in Swift).
 debian_revision=1
@@ -26,7 +29,9 @@ for package in "${tools[@]}"; do
 done
 if ((${#missing[@]})); then
     echo "package: installing ${missing[*]}"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
 commit=unknown
@@ -52,8 +57,6 @@ work="$output/work"
 root="$work/root"
 rm -rf "$work"
 mkdir -p "$root/DEBIAN" "$output"
-# Files 0644 and directories 0755 whatever the umask, as Debian expects.
-umask 022
 
 install -Dm755 "$binary" "$root/usr/bin/odrfs"
 # What dh_strip does: no symbols, no .comment or .note sections.
