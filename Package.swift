@@ -3,6 +3,15 @@
 // The target list mirrors the architecture in DESIGN.md: each layer knows only the one below.
 import PackageDescription
 
+// The commit `odrfs --version` names: mount-scripts/package.sh sets ODRFS_BUILD_COMMIT (the
+// environment is part of SwiftPM's manifest cache key); a plain `swift build` says "unknown".
+// Only hex digits and "-dirty" get through, so the value cannot break the C string it becomes.
+let buildCommit: String = {
+    let value = Context.environment["ODRFS_BUILD_COMMIT"] ?? ""
+    let allowed = Set("0123456789abcdef-dirty")
+    return !value.isEmpty && value.count <= 64 && value.allSatisfy(allowed.contains) ? value : "unknown"
+}()
+
 let package = Package(
     name: "odrfs",
     platforms: [.macOS(.v15)],
@@ -167,10 +176,13 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // The commit the binary was built from, for `odrfs --version` (a C string define).
+        .target(name: "CBuildInfo", cSettings: [.define("ODRFS_BUILD_COMMIT", to: "\"\(buildCommit)\"")]),
         // The `odrfs` command line: one ParsableCommand per file.
         .executableTarget(
             name: "odrfs",
             dependencies: [
+                "CBuildInfo",
                 "ODRFSCore",
                 "ODRFSBuild",
                 "ODRFSStore",

@@ -11,6 +11,12 @@ swift build
 # calls run on threads of their own), and suites that load or disturb the machine are
 # kept apart from timing-sensitive ones by the LoadIsolation trait.
 swift test "$@"
+# Then the Debian package (a release build with the Swift runtime linked in, lintian) on a
+# clean Debian 12 root made by debootstrap: install, the README's tour, purge. Whole runs
+# only; ODRFS_PACKAGE_TEST=0 skips it; mount-scripts/package-test.sh runs it alone.
+if [[ $# -eq 0 && "${ODRFS_PACKAGE_TEST:-1}" != 0 ]]; then
+    mount-scripts/package-test.sh
+fi
 # Then every fuzz target for a short fixed time (a whole run, not a filtered one).
 # ODRFS_FUZZ_SECONDS=0 skips it; mount-scripts/fuzz.sh runs it alone for longer.
 fuzz_seconds="${ODRFS_FUZZ_SECONDS:-10}"

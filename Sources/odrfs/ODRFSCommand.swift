@@ -19,7 +19,7 @@ struct ODRFSCommand: AsyncParsableCommand {
             Every subcommand has its own help (odrfs help <subcommand>); the manual page \
             is docs/odrfs.1 (man odrfs once installed).
             """,
-        version: "0.1.0",
+        version: ODRFSVersion.description,
         subcommands: [
             BuildCommand.self, ServeCommand.self, MountCommand.self, UnmountCommand.self, StatusCommand.self,
             RequestCommand.self, PriorityCommand.self, PurgeCommand.self, UpdateCommand.self, EventsCommand.self, TraceCommand.self, KeygenCommand.self, ProbeCommand.self,

@@ -90,4 +90,16 @@ import TestSupport
             }
         }
     }
+
+    /// `odrfs --version` names the commit it was built from (issue 25): "unknown" for a
+    /// plain `swift build`, the 40-digit commit (perhaps "-dirty") from mount-scripts/package.sh.
+    @Test(.enabled(if: available)) func versionNamesTheCommit() async throws {
+        let output = try TemporaryDirectory()
+        let child = try ChildProcess(CLITests.odrfs, ["--version"], stdout: output.path + "/out")
+        #expect(await child.wait(timeout: .seconds(20)))
+        let text = try String(contentsOfFile: output.path + "/out", encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let pattern = #/[0-9]+(\.[0-9]+)* \(commit (unknown|[0-9a-f]{40}(-dirty)?)\)/#
+        #expect(text.wholeMatch(of: pattern) != nil, "odrfs --version printed \(text)")
+    }
 }
