@@ -17,7 +17,9 @@ fail() { printf 'package-test: FAILED: %s\n' "$*" >&2; exit 1; }
 
 deb=${1:-}
 if [[ -z "$deb" ]]; then
-    deb=$(mount-scripts/package.sh | tee /dev/stderr | tail -1)
+    # The build's lines go to our stderr through the inherited descriptor: `tee /dev/stderr`
+    # would reopen it and, when it is a log file, truncate everything written before.
+    deb=$(mount-scripts/package.sh | tee >(cat >&2) | tail -1)
 fi
 deb=$(realpath "$deb")
 [[ -f "$deb" ]] || fail "no package at $deb"
