@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ODRFSControl
+import ODRFSCore
 
 /// `odrfs unmount <mountpoint>`: detaches the mount and waits for its daemon to finish.
 struct UnmountCommand: ParsableCommand {
@@ -21,7 +22,11 @@ struct UnmountCommand: ParsableCommand {
 
     func run() throws {
         let target = Self.absolutePath(mountpoint)
-        let runtime = RuntimeDirectory(clientOfMountpoint: target)
+        // From the mount table, never by looking into the mount (a hung daemon would hang us):
+        // a root mount made with allow_other keeps its runtime files with the shared ones.
+        let entry = MountTable.current().entry(at: target)
+        let shared = entry?.fuseOwner == 0 && entry?.superOptions.contains("allow_other") == true
+        let runtime = shared ? RuntimeDirectory(sharedMountpoint: target) : RuntimeDirectory(mountpoint: target)
         let daemon = runtime.daemonPID()
         let result = try Self.fusermount(lazy ? ["-u", "-z", target] : ["-u", target])
         guard result.status == 0 else {
