@@ -24,6 +24,7 @@ extension ControlConnection {
         do {
             try state.withLock { state throws(ControlError) in
                 try checkUnusedID(id, in: state)
+                try checkRoomForWatch(in: state)
                 guard !state.closed else {
                     subscription.finish()
                     return

@@ -32,6 +32,23 @@ extension ControlConnection {
         if state.held[id] != nil || state.inFlight[id] != nil || state.watches[id] != nil {
             throw ControlError(.badRequest, "request id \(id) is already in use on this connection; choose a new id")
         }
+        // Each costs a task and memory: a client (any local user, on a shared mount) must
+        // not grow the daemon without bound from one connection.
+        guard state.held.count + state.inFlight.count + state.watches.count < Self.maximumOpenRequests else {
+            throw ControlError(.tooManyConnections, "this connection already has \(Self.maximumOpenRequests) requests and watches open; end some first")
+        }
+    }
+
+    /// Requests held or in progress plus watches, per connection.
+    static let maximumOpenRequests = 256
+    /// Watches (`watch-events`, `watch-disk`) per connection: each may queue events.
+    static let maximumWatches = 16
+
+    /// Refuses a watch beyond ``maximumWatches`` on this connection.
+    func checkRoomForWatch(in state: State) throws(ControlError) {
+        guard state.watches.count < Self.maximumWatches else {
+            throw ControlError(.tooManyConnections, "this connection already has \(Self.maximumWatches) watches open; end some first")
+        }
     }
 
     /// Records `token` as held by request `id`, unless the connection is closing or the

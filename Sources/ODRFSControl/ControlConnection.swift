@@ -21,7 +21,8 @@ final class ControlConnection: Sendable {
     let executor: ServiceExecutor
     let inbound: InboundQueue
     let logger: Logger
-    /// Whether the peer may change the mount (``ControlAccess``), decided at admission.
+    /// The peer's uid (SO_PEERCRED) and whether it may change the mount (``ControlAccess``).
+    let peer: UInt32
     let mayChange: Bool
     let state = Mutex(State())
 
@@ -33,10 +34,13 @@ final class ControlConnection: Sendable {
         var inFlight: [Int: Task<Void, Never>] = [:]
         /// `watch-disk` subscriptions, by request id.
         var watches: [Int: Task<Void, Never>] = [:]
+        /// A refused change was logged (once per connection).
+        var refusalLogged = false
     }
 
     init(channel: any Channel, number: UInt64, service: any ControlService, executor: ServiceExecutor, logger: Logger,
-         mayChange: Bool = true) {
+         peer: UInt32 = 0, mayChange: Bool = true) {
+        self.peer = peer
         self.mayChange = mayChange
         self.channel = channel
         self.number = number
@@ -122,7 +126,10 @@ final class ControlConnection: Sendable {
         let id = request.id
         do throws(ControlError) {
             if request.operation.changesTheMount && !mayChange {
-                logger.notice("control request refused: only the mount's owner and root may change it", metadata: ["operation": "\(request.operation.name)"])
+                // Once per connection: another user must not be able to flood root's log.
+                if state.withLock({ state in defer { state.refusalLogged = true }; return !state.refusalLogged }) {
+                    logger.notice("control request refused: only the mount's owner and root may change it", metadata: ["operation": "\(request.operation.name)"])
+                }
                 throw ControlError(.permissionDenied, "permission denied: only the user who mounted and root may \(request.operation.name) this mount; every local user may read its status and request tags")
             }
             switch request.operation {
@@ -187,6 +194,7 @@ final class ControlConnection: Sendable {
     private func watchDisk(_ id: Int) throws(ControlError) {
         try state.withLock { state throws(ControlError) in
             try checkUnusedID(id, in: state)
+            try checkRoomForWatch(in: state)
             guard !state.closed else { return }
             send(.success(id))
             let events = service.lowDiskSpaceEvents()

@@ -14,13 +14,21 @@ extension ControlServer {
                 return refuse(channel, ControlError(.permissionDenied, "permission denied: only uid \(geteuid()) (the user who mounted) and root may use this ODRFS daemon"))
             }
             enum Admission { case accepted(ControlConnection), stopped, full }
+            let privileged = access.mayChange(peer)
             let admission = state.withLock { state -> Admission in
                 guard !state.stopped else { return .stopped }
                 guard state.connections.count < maximumConnections else { return .full }
+                // On a shared mount other users get a few connections each, and never the
+                // last ones: the owner and root can always connect to repair things.
+                if !privileged {
+                    guard state.connections.count < maximumConnections - Self.privilegedReserve,
+                          state.connections.values.lazy.filter({ $0.peer == peer }).count < Self.connectionsPerOtherUser
+                    else { return .full }
+                }
                 let number = state.nextConnection
                 state.nextConnection += 1
                 let connection = ControlConnection(channel: channel, number: number, service: service, executor: executor, logger: logger,
-                                                   mayChange: access.mayChange(peer))
+                                                   peer: peer, mayChange: privileged)
                 state.connections[number] = connection
                 // Created under the lock: `stop()` either sees it or this sees `stopped`.
                 state.tasks[number] = Task(executorPreference: executor) { [self] in
@@ -62,4 +70,9 @@ extension ControlServer {
             return channel.eventLoop.makeFailedFuture(error)
         }
     }
+
+    /// Connections one user who may not change the mount may hold at once.
+    static let connectionsPerOtherUser = 32
+    /// Connections kept for the owner and root.
+    static let privilegedReserve = 64
 }

@@ -150,6 +150,29 @@ struct MountCommand: AsyncParsableCommand {
         }
     }
 
+    /// Creates `path` mode 0700, or makes an existing one so, through a descriptor opened
+    /// without following a symlink: a cache path a user could swap for a link must not make
+    /// root chmod something else. Refuses a directory not owned by this user or writable by
+    /// others (they could have planted entries in it).
+    static func makePrivate(_ path: String) throws {
+        if mkdir(path, 0o700) != 0 && errno == ENOENT {
+            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            _ = mkdir(path, 0o700)
+        }
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw ValidationError("cannot open the cache directory \(path) (a symbolic link is refused): \(String(cString: strerror(errno)))")
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_uid == geteuid(), info.st_mode & 0o022 == 0 else {
+            throw ValidationError("the cache directory \(path) must be owned by uid \(geteuid()) and writable by nobody else for a mount every user may read")
+        }
+        guard fchmod(fd, 0o700) == 0 else {
+            throw ValidationError("cannot make the cache \(path) private: \(String(cString: strerror(errno)))")
+        }
+    }
+
     /// The daemon runs from another working directory: hand it absolute paths.
     static func absolute(_ path: String) -> String {
         path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
@@ -185,10 +208,7 @@ struct MountCommand: AsyncParsableCommand {
         }
         if configuration.isSharedWithEveryUser {
             // Every local user reads the mount; its cache, log and runtime state stay root's.
-            try? FileManager.default.createDirectory(atPath: configuration.resolvedCacheDirectory, withIntermediateDirectories: true)
-            guard chmod(configuration.resolvedCacheDirectory, 0o700) == 0 else {
-                throw ValidationError("cannot make the cache \(configuration.resolvedCacheDirectory) private to root: \(String(cString: strerror(errno)))")
-            }
+            try Self.makePrivate(configuration.resolvedCacheDirectory)
         }
         if !foreground {
             try Daemonizer.startDaemon(configuration: configuration, logLevel: logging.logLevel)

@@ -27,6 +27,22 @@ import TestSupport
         await fixture.stop()
     }
 
+    /// One connection cannot grow the daemon without bound (a shared mount's socket is
+    /// open to every local user): at most 16 watches, and further ones are refused.
+    @Test func watchesPerConnectionAreBounded() async throws {
+        let fixture = try ControlFixture()
+        let raw = try await fixture.raw()
+        var accepted = 0
+        var refused = 0
+        for id in 1...20 {
+            await raw.send(#"{"v":1,"id":\#(id),"op":"watch-disk"}"# + "\n")
+            let reply = await raw.readReply(to: id).reply
+            if reply?.ok == true { accepted += 1 } else if reply?.error?.code == .tooManyConnections { refused += 1 }
+        }
+        #expect(accepted == 16 && refused == 4, "accepted \(accepted), refused \(refused)")
+        await fixture.stop()
+    }
+
     @Test func laterRequestsAreAnsweredWhileADownloadWaits() async throws {
         let fixture = try ControlFixture(service: FakeControlService(stepDelay: .milliseconds(100)))
         let raw = try await fixture.raw()

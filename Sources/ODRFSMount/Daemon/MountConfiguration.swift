@@ -50,15 +50,14 @@ public struct MountConfiguration: Sendable, Codable {
         self.fuseOptions = fuseOptions
     }
 
-    /// The cache directory to use: the one given, or one per origin under the
-    /// user's (or, for root, the system's) cache directory. Local origins are
-    /// resolved first so `./dist` and `/abs/dist` share a cache.
     /// A mount made by root with `-o allow_other`: shared with every local user. The kernel
     /// then checks the files' modes (`default_permissions` is added), and the control
     /// socket lets every user read and request tags, while only root changes the mount
     /// (``ODRFSControl/ControlAccess``). A user's `allow_other` mount keeps a private socket.
     public var isSharedWithEveryUser: Bool {
-        geteuid() == 0 && fuseOptions.contains("allow_other")
+        // The kernel records the real uid (libfuse's getuid()) as the mount's owner, which
+        // clients go by: both must be root.
+        getuid() == 0 && geteuid() == 0 && fuseOptions.contains("allow_other")
     }
 
     /// The FUSE options the session is given: `default_permissions` with `allow_other`, so
@@ -68,6 +67,9 @@ public struct MountConfiguration: Sendable, Codable {
         return fuseOptions + ["default_permissions"]
     }
 
+    /// The cache directory to use: the one given, or one per origin under the
+    /// user's (or, for root, the system's) cache directory. Local origins are
+    /// resolved first so `./dist` and `/abs/dist` share a cache.
     public var resolvedCacheDirectory: String {
         if let cacheDirectory { return cacheDirectory }
         var key = origin
