@@ -1,4 +1,5 @@
 import Foundation
+import ODRFSControl
 import ODRFSCore
 import TestSupport
 import Testing
@@ -65,6 +66,31 @@ struct SharedMountTests {
         let purge = try await fixture.odrfs(["purge", mnt, "--all"])
         #expect(purge.status == 0, "\(purge.stderr)")
         #expect(try fixture.state(of: "Level2") == "not-downloaded")
+
+        // Another user gets 32 connections at once, no more (the rest are the owner's and root's).
+        let socketPath = RuntimeDirectory(sharedMountpoint: MountFixture.resolvedWithoutEnteringMount(mnt)).controlSocket
+        let script = """
+            import socket, sys
+            held, ok, refused = [], 0, 0
+            for i in range(40):
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.settimeout(10)
+                s.connect(sys.argv[1])
+                s.sendall(b'{"v":1,"id":1,"op":"status"}\\n')
+                data = b""
+                while not data.endswith(b"\\n"):
+                    chunk = s.recv(1 << 20)
+                    if not chunk: break
+                    data += chunk
+                if b"too-many-connections" in data: refused += 1
+                elif b'"ok":true' in data: ok += 1
+                held.append(s)
+            print(ok, refused)
+            """
+        let flood = try await Self.asNobody("/usr/bin/python3", ["-c", script, socketPath])
+        #expect(flood.output.trimmingCharacters(in: .whitespacesAndNewlines) == "32 8", "\(flood.output) \(flood.stderr)")
+        let rootStatus = try await fixture.odrfs(["status", mnt])
+        #expect(rootStatus.status == 0, "root could not connect: \(rootStatus.stderr)")
 
         // The cache and its log stay closed to other users.
         let cache = try await Self.asNobody("/bin/ls", [fixture.cache])
