@@ -31,6 +31,10 @@ struct PrefetchYieldMountTests {
         let origin = try await FaultOrigin.start()
         do {
             try origin.setFiles(from: fixture.dist)
+            // The open's own download breaks off once and resumes, so the open waits a few
+            // hundred milliseconds: long enough for the prefetch to see it at a buffer.
+            let openPath = "/" + (try #require(try fixture.manifest.packs.first { $0.id.rawValue == "Open" })).file
+            origin.script(openPath, [.reset(after: 1000)])
             // Prefetch at 1 MiB/s: about six seconds, so the open comes while it runs.
             try await fixture.mount(origin: origin.baseURL, extra: ["--max-background-rate", "1M"])
             let started = await eventually(timeout: .seconds(20)) { (try? fixture.state(of: "Pre"))?.hasPrefix("downloading") == true }

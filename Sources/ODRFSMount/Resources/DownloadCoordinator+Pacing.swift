@@ -31,6 +31,11 @@ extension DownloadCoordinator {
                 do { try await backgroundRate.take(bytes) } catch {
                     throw FetchError(.cancelled, "download of pack '\(id)' cancelled while rate limited")
                 }
+                // An open may have begun waiting during the rate limit's wait.
+                if resumable && foreground.isBusy && isBackground() {
+                    logger.debug("prefetch steps aside while an open waits", metadata: ["pack.id": "\(id)"])
+                    return .stepAside
+                }
                 return .proceed
             },
             untilResumable: { [self] () throws(FetchError) in
