@@ -170,7 +170,15 @@ import TestSupport
         #expect(try await BundleResourceRequest.preservationPriority(forTag: "Italy", mountpoint: fixture.mountpoint) == 0.8)
         let events = BundleResourceRequest.lowDiskSpaceEvents(mountpoint: fixture.mountpoint)
         let first = Task { try await events.first { _ in true } }
-        #expect(await eventually { fixture.service.watcherCount == 1 })
+        // Bounded: if the watch never arrives, awaiting `first` would wait for ever (a time
+        // limit does not cancel an unstructured task), and the whole test process with it.
+        let watching = await eventually(.seconds(20)) { fixture.service.watcherCount == 1 }
+        #expect(watching)
+        guard watching else {
+            first.cancel()
+            await fixture.stop()
+            return
+        }
         fixture.service.emitLowDiskSpace(LowDiskSpaceEvent(availableBytes: 7, minimumFree: 10))
         #expect(try await first.value?.availableBytes == 7)
         await fixture.stop()
@@ -181,7 +189,14 @@ import TestSupport
         let mountpoint = fixture.mountpoint
         // The stream lives only in the task: once `first` returns, nothing holds it.
         let first = Task { try await BundleResourceRequest.mountEvents(mountpoint: mountpoint).first { $0.event == .evicted } }
-        #expect(await eventually { fixture.service.events.isObserved })
+        // Bounded, as above: a subscription that never arrives must fail the test, not hang it.
+        let observed = await eventually(.seconds(20)) { fixture.service.events.isObserved }
+        #expect(observed)
+        guard observed else {
+            first.cancel()
+            await fixture.stop()
+            return
+        }
         fixture.service.events.publish(MountEvent(event: .retained, pack: "Italy", tags: ["Italy"], bytes: 2_000))
         var evicted = MountEvent(event: .evicted, pack: "Rome", tags: ["Rome"], bytes: 300)
         evicted.reason = MountEvent.EvictionReason.minFree.rawValue
