@@ -48,12 +48,7 @@ enum PrivatePath {
 
     /// The verdict on a shared directory's `stat`: ours, and nobody else may write in it.
     static func checkShared(_ path: String, _ info: stat, owner: uid_t) throws(ControlError) {
-        guard (info.st_mode & S_IFMT) == S_IFDIR else {
-            throw refusal(path, "it is not a directory. Remove it")
-        }
-        guard info.st_uid == owner else {
-            throw refusal(path, "it is owned by uid \(info.st_uid), not by uid \(owner) (the daemon's user). Remove it (as root)")
-        }
+        try checkOwnedDirectory(path, info, owner: owner)
         let mode = info.st_mode & 0o7777
         guard mode & 0o022 == 0 else {
             throw refusal(path, "its mode is \(String(mode, radix: 8)), which lets other users write in it; it must be 755. Run `chmod 755 \(path)` if you created it, or remove it")
@@ -85,15 +80,20 @@ enum PrivatePath {
     /// The verdict on a directory's `stat`: owner and mode. Separate so tests can feed it
     /// any combination.
     static func check(_ path: String, _ info: stat, owner: uid_t) throws(ControlError) {
+        try checkOwnedDirectory(path, info, owner: owner)
+        let mode = info.st_mode & 0o7777
+        guard mode & 0o077 == 0 else {
+            throw refusal(path, "its mode is \(String(mode, radix: 8)), which lets other users in; it must be 700. Run `chmod 700 \(path)` if you created it, or remove it")
+        }
+    }
+
+    /// A real directory owned by `owner`: what both a private and a shared directory must be.
+    private static func checkOwnedDirectory(_ path: String, _ info: stat, owner: uid_t) throws(ControlError) {
         guard (info.st_mode & S_IFMT) == S_IFDIR else {
             throw refusal(path, "it is not a directory. Remove it")
         }
         guard info.st_uid == owner else {
             throw refusal(path, "it is owned by uid \(info.st_uid), not by uid \(owner) (the daemon's user); another user may have created it to intercept the control socket. Remove it (as root), or set XDG_RUNTIME_DIR to a private directory")
-        }
-        let mode = info.st_mode & 0o7777
-        guard mode & 0o077 == 0 else {
-            throw refusal(path, "its mode is \(String(mode, radix: 8)), which lets other users in; it must be 700. Run `chmod 700 \(path)` if you created it, or remove it")
         }
     }
 
