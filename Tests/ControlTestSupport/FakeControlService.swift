@@ -28,6 +28,9 @@ public final class FakeControlService: ControlService {
     public let stepDelay: Duration
     public let maximumInUse: Int64
     public let failure: Mutex<ControlError?> = Mutex(nil)
+    /// While true, a download that has reached half of its first pack waits there, so a
+    /// test can see an intermediate fraction however slowly it is scheduled.
+    public let holdHalfway: Mutex<Bool> = Mutex(false)
     /// Events published here go to `watch-events` clients.
     public let events = MountEvents()
     private let state: Mutex<State>
@@ -122,6 +125,14 @@ public final class FakeControlService: ControlService {
                     throw ControlError(.cancelled, "wait cancelled")
                 }
                 progress.report(completed: done + bytes * Int64(step) / 10, total: total)
+                while step == 5, holdHalfway.withLock({ $0 }) {
+                    do {
+                        try await Task.sleep(for: .milliseconds(5))
+                    } catch {
+                        state.withLock { $0.cancelledWaits += 1 }
+                        throw ControlError(.cancelled, "wait cancelled")
+                    }
+                }
             }
             done += bytes
             state.withLock { $0.packs[index].isLocal = true }

@@ -19,21 +19,37 @@ import TestSupport
     }
 
     @Test func progressReachesOneThroughIntermediateValues() async throws {
-        let fixture = try ControlFixture()
+        // The fake download holds at half of its first pack until the test has seen an
+        // intermediate fraction: sampling a free-running download missed every one of them
+        // on a loaded machine.
+        let service = FakeControlService()
+        service.holdHalfway.withLock { $0 = true }
+        let fixture = try ControlFixture(service: service)
         let request = BundleResourceRequest(tags: ["Rome"], mountpoint: fixture.mountpoint)
         request.loadingPriority = BundleResourceRequest.loadingPriorityUrgent
-        let seen = LockedFractions()
-        let observer = Task {
-            while !Task.isCancelled {
-                seen.add(request.progress.fractionCompleted)
-                try? await Task.sleep(for: .milliseconds(5))
+        let begin = Task { () -> BundleResourceRequestError? in
+            do throws(BundleResourceRequestError) {
+                try await request.beginAccessingResources()
+                return nil
+            } catch {
+                return error
             }
         }
-        try await request.beginAccessingResources()
-        observer.cancel()
+        let sawIntermediate = await eventually(.seconds(20)) {
+            let fraction = request.progress.fractionCompleted
+            return fraction > 0 && fraction < 1
+        }
+        #expect(sawIntermediate)
+        service.holdHalfway.withLock { $0 = false }
+        guard sawIntermediate else {
+            request.progress.cancel()
+            begin.cancel()
+            await fixture.stop()
+            return
+        }
+        #expect(await begin.value == nil)
         #expect(request.progress.fractionCompleted == 1.0)
         #expect(request.progress.totalUnitCount == 800)   // Rome + Italy+Rome
-        #expect(seen.values.contains { $0 > 0 && $0 < 1 })
         request.endAccessingResources()
         await fixture.stop()
     }
@@ -257,17 +273,4 @@ import TestSupport
             #expect(message.contains("not an ODRFS mount"))
         }
     }
-}
-
-final class LockedFractions: Sendable {
-    private let storage = LockedValueBox()
-    func add(_ value: Double) { storage.append(value) }
-    var values: [Double] { storage.all }
-}
-
-private final class LockedValueBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var items: [Double] = []
-    func append(_ value: Double) { lock.withLock { items.append(value) } }
-    var all: [Double] { lock.withLock { items } }
 }
