@@ -1,6 +1,7 @@
 import CFuse3
 
-/// A request answered later, from any thread or Task (see `FUSERequest.detach()`).
+/// A request answered later, from any thread that is not running a Swift task (see
+/// `FUSERequest.detach()` and ``ReplyThread``, which checks it in debug builds).
 ///
 /// Thread-safe: the first reply wins and later ones are ignored (logged at
 /// debug level). Deinitialising it unanswered replies EIO with an error log
@@ -44,6 +45,7 @@ public final class DeferredRequest: Sendable {
             context.logger.debug("Second reply to a deferred FUSE request ignored", metadata: ["fuse.op": "\(operation)"])
             return
         }
+        ReplyThread.check(operation)
         context.send(raw, operation: operation, reply)
     }
 

@@ -5,7 +5,7 @@ import CFuse3
 /// `~Copyable` with `consuming` reply methods, so the compiler rejects a
 /// second reply. Dropping a request unanswered replies EIO and logs an error
 /// (`fuse.op` says which operation), so a forgotten path never hangs the
-/// caller. To answer later from another thread or Task, `detach()` it into a
+/// caller. To answer later from another thread (never a Swift task), `detach()` it into a
 /// `DeferredRequest`, which also lets teardown find it.
 ///
 /// Replies after the session has been torn down are ignored.
@@ -30,6 +30,7 @@ public struct FUSERequest: ~Copyable, @unchecked Sendable {
 
     private consuming func answer(_ reply: (fuse_req_t) -> Int32) {
         isAnswered = true
+        ReplyThread.check(operation)
         context.send(raw, operation: operation, reply)
     }
 

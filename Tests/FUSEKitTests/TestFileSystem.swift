@@ -4,7 +4,7 @@ import Synchronization
 
 /// A small in-memory filesystem exercising every FUSEKit reply path:
 /// plain files, a directory, a symlink, a large directory (readdir paging),
-/// an open answered later from a Task, an open answered only on interrupt,
+/// an open answered later from a dispatch queue, an open answered only on interrupt,
 /// requests dropped unanswered, and reads served from a file descriptor.
 final class TestFileSystem: FUSEFileSystem {
     enum Content: Sendable {
@@ -170,10 +170,12 @@ final class TestFileSystem: FUSEFileSystem {
             let deferred = request.detach()
             events.withLock { $0.slowOpenArrived = true }
             let delay = slowOpenDelay
-            Task {
-                try? await Task.sleep(for: delay)
+            // From a dispatch queue, not a Task: a reply never leaves from a Swift task
+            // (FUSEKit asserts it in debug builds).
+            let seconds = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
+            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
                 for _ in 0..<1000 where self.events.withLock({ $0.holdSlowOpen }) {
-                    try? await Task.sleep(for: .milliseconds(10))
+                    usleep(10_000)
                 }
                 self.events.withLock { $0.slowOpenAnswered = true }
                 deferred.replyOpen(handle: FileHandleID(inode.rawValue), options: OpenReplyOptions(keepCache: true))

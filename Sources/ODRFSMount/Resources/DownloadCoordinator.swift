@@ -231,7 +231,11 @@ final class DownloadCoordinator: Sendable {
             }
             // The bytes after the last progress report (a pack's tail, a failed attempt's).
             recordFetched(tally.takeUnreported(), of: pack)
-            finishDownload(pack, result: result, duration: ContinuousClock.now - started, adopted: adopted)
+            // Finished on the I/O executor, never here on the cooperative pool: `complete()`
+            // and the waiters' resumes send FUSE replies that splice pack bytes and open the
+            // published pack (every pack smaller than a chunk is answered only here).
+            let (duration, wasAdopted) = (ContinuousClock.now - started, adopted)
+            await io.run { self.finishDownload(pack, result: result, duration: duration, adopted: wasAdopted) }
         }
         table.withState { state in
             if state.slots[index].download?.ticket == ticket { state.slots[index].download?.task = task }
