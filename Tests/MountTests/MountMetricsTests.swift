@@ -85,4 +85,46 @@ struct MountMetricsTests {
         let rtt = metrics.filter { $0.key.hasPrefix("odrfs_origin_rtt_seconds{origin=") }
         #expect(rtt.count == 1 && rtt.values.allSatisfy { $0 > 0 && $0 < 10 }, "\(rtt)")
     }
+
+    /// The gauges describe the revision the mount serves: after `odrfs update` they come from
+    /// the new revision's resource manager (they stayed on the first one, issue 22).
+    @Test("after odrfs update the gauges follow the new revision")
+    func gaugesFollowAnUpdate() async throws {
+        let fixture = try MountFixture()
+        try await fixture.buildTestBundle()
+        let port = Int.random(in: 20_000..<60_000)
+        try await fixture.mount(extra: ["--metrics", "127.0.0.1:\(port)"])
+        #expect(await eventually { fixture.log.contains("serving metrics") || fixture.log.contains("cannot serve metrics") })
+        try #require(!fixture.log.contains("cannot serve metrics"), "port \(port) taken: \(fixture.log)")
+        let url = "http://127.0.0.1:\(port)/metrics"
+        let before = try #require(try await scrape(url)["odrfs_cache_bytes"])
+        #expect(before == Double(try await packBytesInCache(fixture)), "revision 1's figure")
+
+        // Revision 2 adds a file to Level3 (initial-install, so fetched by the update) and
+        // drops one from base: the packs in the cache change size.
+        try Data(TestBundle.pseudoRandom(200_000, seed: 42)).write(to: URL(fileURLWithPath: fixture.source + "/levels/3/extra.bin"))
+        try await MountUpdateTests.buildRevision2(fixture)
+        let update = try await fixture.odrfs(["update", fixture.mountpoint])
+        try #require(update.status == 0, "\(update.stderr)\n\(fixture.log)")
+        let expected = try await packBytesInCache(fixture)
+        try #require(Double(expected) != before, "the update must change the cached bytes for this test to tell the revisions apart")
+
+        let after = try await scrape(url)
+        #expect(after["odrfs_cache_bytes"] == Double(expected), "gauge \(after["odrfs_cache_bytes"] ?? -1), revision 2 caches \(expected), revision 1 cached \(before)")
+        // A handle opened in revision 2 retains its pack there.
+        let handle = try #require(FileHandle(forReadingAtPath: fixture.mountpoint + "/levels/3/extra.bin"))
+        defer { try? handle.close() }
+        #expect(try handle.read(upToCount: 4) == Data(TestBundle.pseudoRandom(200_000, seed: 42).prefix(4)))
+        #expect(try await scrape(url)["odrfs_retained_packs"] == 1)
+    }
+
+    /// The bytes of packs (not metadata) the mounted revision counts in its cache, from `odrfs status --json`.
+    private func packBytesInCache(_ fixture: MountFixture) async throws -> Int64 {
+        let status = try await fixture.odrfs(["status", fixture.mountpoint, "--json"], timeout: .seconds(20))
+        try #require(status.status == 0, "\(status.stderr)")
+        let json = try #require(try JSONSerialization.jsonObject(with: status.stdout) as? [String: Any])
+        let cache = try #require(json["cache"] as? [String: Any], "\(json)")
+        let cached = try #require((cache["cachedBytes"] as? NSNumber)?.int64Value, "\(cache)")
+        return cached - ((cache["metadataBytes"] as? NSNumber)?.int64Value ?? 0)
+    }
 }
