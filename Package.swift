@@ -191,6 +191,9 @@ let package = Package(
                 "ODRFSServer",
                 "ODRFSControl",
                 "ODRFSMetrics",
+                "ODRFSRuntime",
+                // InsightOptions names the registry type it hands to the endpoint.
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

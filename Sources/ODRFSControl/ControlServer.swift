@@ -145,7 +145,14 @@ public final class ControlServer: Sendable {
         // stalls): closing the channel does not end that wait, cancelling the task does.
         tasks.forEach { $0.cancel() }
         for task in tasks { await task.value }
-        unlink(socketPath)
+        // unlink blocks on the filesystem: on the server's own threads (still running),
+        // never on the cooperative pool.
+        let socketPath = self.socketPath
+        if let executor {
+            await withTaskExecutorPreference(executor) { _ = unlink(socketPath) }
+        } else {
+            unlink(socketPath)
+        }
         await executor?.shutdown()
         try? await group?.shutdownGracefully()
         logger.info("control socket closed", metadata: ["control.socket": "\(socketPath)"])

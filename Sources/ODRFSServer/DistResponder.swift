@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import NIOPosix
 
 /// Answers every request of the embedded origin: bearer auth, path checks, conditional
 /// requests, single and multiple byte ranges, and one access log line per request.
@@ -43,7 +44,7 @@ struct DistResponder: HTTPResponder {
 
         let file: ServedFile
         do {
-            file = try directory.open(target: path)
+            file = try await open(path)
         } catch {
             var headers = HTTPFields()
             let status: HTTPResponse.Status = switch error.status {
@@ -59,6 +60,22 @@ struct DistResponder: HTTPResponder {
             return entry.finish(Self.message(status, status.reasonPhrase.lowercased(), headers: headers), note: error.reason)
         }
         return respond(with: file, to: request, path: path, entry: entry)
+    }
+
+    /// realpath, lstat, open and fstat may block on the disk (or forever on a hung network
+    /// filesystem under the dist dir): on NIO's thread pool, where the body's `pread`s run
+    /// too, never on the cooperative pool that runs this handler.
+    private func open(_ path: String) async throws(DistDirectory.Refusal) -> ServedFile {
+        let directory = self.directory
+        let opened: Result<ServedFile, DistDirectory.Refusal>
+        do {
+            opened = try await NIOThreadPool.singleton.runIfActive {
+                Result { () throws(DistDirectory.Refusal) in try directory.open(target: path) }
+            }
+        } catch {
+            opened = .failure(DistDirectory.Refusal(status: .unavailable, reason: "the I/O thread pool is stopped: \(error)"))
+        }
+        return try opened.get()
     }
 
     private func respond(with file: ServedFile, to request: Request, path: String, entry: AccessLogEntry) -> Response {

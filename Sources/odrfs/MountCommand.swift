@@ -4,6 +4,7 @@ import Logging
 import ODRFSCore
 import ODRFSFetch
 import ODRFSMount
+import ODRFSRuntime
 import ODRFSStore
 
 /// `odrfs mount <origin> <mountpoint>`: returns once the mount is ready.
@@ -223,7 +224,10 @@ struct MountCommand: AsyncParsableCommand {
             daemon = try await MountDaemon.prepare(configuration, logger: logger) { done, total in
                 readiness.progress(done: done, total: total)
             }
-            try daemon.mount()
+            // The FUSE mount, the pid file and the control socket's set-up are blocking
+            // calls (mount(2) or fusermount3, writes, bind): on the I/O executor, never on
+            // the cooperative pool.
+            try await IOExecutor.cache.run { () throws(MountError) in try daemon.mount() }
         } catch {
             logger.error("mount failed", metadata: ["error": "\(error)"])
             readiness.fail("\(error)")
