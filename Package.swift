@@ -203,6 +203,13 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["ODRFSCore", .product(name: "Logging", package: "swift-log")], path: "Tests/TestSupport"),
         .testTarget(name: "FUSEKitTests", dependencies: ["FUSEKit", "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ODRFSCoreTests", dependencies: ["ODRFSCore", "TestSupport"]),
+        .testTarget(name: "ODRFSRuntimeTests", dependencies: ["ODRFSRuntime"]),
+        .testTarget(name: "ODRFSCompressionTests", dependencies: ["ODRFSCompression"]),
+        .testTarget(name: "ODRFSMetricsTests", dependencies: [
+            "ODRFSMetrics",
+            .product(name: "Prometheus", package: "swift-prometheus"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .testTarget(name: "ODRFSBuildTests", dependencies: ["ODRFSBuild", "ODRFSCore", "ODRFSCompression", "TestSupport"]),
         // Tests only: an SQLite VFS that keeps each file as of its last fsync, a simulated power cut.
         .target(name: "CPowerCutVFS", path: "Tests/CPowerCutVFS", linkerSettings: [.linkedLibrary("sqlite3")]),

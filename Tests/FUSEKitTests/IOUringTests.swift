@@ -10,16 +10,29 @@ import TestSupport
 struct IOUringTests {
     static var kernelHasIOUring: Bool { FileManager.default.fileExists(atPath: KernelIOUringSupport.parameterPath) }
 
-    /// Waits for the ring to be active; when this kernel cannot, says so (loudly in CI).
+    /// The ring tests run where the kernel offers FUSE over io_uring, and always in CI
+    /// (`CI=true`), where a missing ring fails them; elsewhere they are skipped, with this reason.
+    static var ringTestsRun: Bool {
+        if !kernelHasIOUring && !MountEnvironment.isCI {
+            print("⚠️  SKIPPING io_uring tests: \(ringMissingReason). In CI these tests fail instead of skipping.")
+            return false
+        }
+        return true
+    }
+
+    static let ringMissingReason = "this kernel has no FUSE over io_uring (\(KernelIOUringSupport.parameterPath) missing: Linux 6.14+ with CONFIG_FUSE_IO_URING)"
+
+    /// Waits for the ring to be active. A test that gets here must have it: a ring that does
+    /// not come up is a failure, never a quiet return.
     static func waitForRing(_ mount: TestMount) async -> Bool {
         let active = await waitUntil(timeout: 5) { mount.session.transport.isActive }
-        if !active, kernelHasIOUring || MountEnvironment.isCI {
-            Issue.record("io_uring did not become active: \(mount.session.transport)")
+        if !active {
+            Issue.record("io_uring did not become active\(kernelHasIOUring ? "" : " (CI=true: \(ringMissingReason))"): \(mount.session.transport)")
         }
         return active
     }
 
-    @Test func realToolsReadEverythingThroughTheRing() async throws {
+    @Test(.enabled(if: ringTestsRun, Comment(rawValue: ringMissingReason))) func realToolsReadEverythingThroughTheRing() async throws {
         try await withTestMount(ioUring: true) { mount in
             guard await Self.waitForRing(mount) else { return }
             let before = mount.session.ioUringRequestCount
@@ -42,10 +55,10 @@ struct IOUringTests {
         }
     }
 
-    @Test func deferredRepliesAndInterruptsWorkThroughTheRing() async throws {
+    @Test(.enabled(if: ringTestsRun, Comment(rawValue: ringMissingReason))) func deferredRepliesAndInterruptsWorkThroughTheRing() async throws {
         try await withTestMount(ioUring: true) { mount in
             guard await Self.waitForRing(mount) else { return }
-            // Answered later from a Task: the reply finds its ring entry by unique.
+            // Answered later from a dispatch queue: the reply finds its ring entry by unique.
             let slow = await runTool("/usr/bin/cat", [mount.path("slow.txt")], timeout: 10)
             #expect(slow.stdout == "slow but steady\n", "\(slow.stderr)")
             // Answered only on interrupt: INTERRUPT comes on /dev/fuse, the reply goes to the ring.
@@ -59,7 +72,7 @@ struct IOUringTests {
         }
     }
 
-    @Test func passthroughOpensWorkThroughTheRing() async throws {
+    @Test(.enabled(if: ringTestsRun, Comment(rawValue: ringMissingReason))) func passthroughOpensWorkThroughTheRing() async throws {
         try await withTestMount(passthrough: true, ioUring: true) { mount in
             guard await Self.waitForRing(mount) else { return }
             #expect(await waitUntil(timeout: 5) { mount.session.passthrough.status == .available })
@@ -68,7 +81,7 @@ struct IOUringTests {
         }
     }
 
-    @Test func teardownWithARequestPendingDoesNotHang() async throws {
+    @Test(.enabled(if: ringTestsRun, Comment(rawValue: ringMissingReason))) func teardownWithARequestPendingDoesNotHang() async throws {
         let mount = try TestMount(ioUring: true)
         guard await Self.waitForRing(mount) else {
             await mount.stop()
