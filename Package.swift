@@ -203,10 +203,10 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["ODRFSCore", .product(name: "Logging", package: "swift-log")], path: "Tests/TestSupport"),
         .testTarget(name: "FUSEKitTests", dependencies: ["FUSEKit", "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ODRFSCoreTests", dependencies: ["ODRFSCore", "TestSupport"]),
-        .testTarget(name: "ODRFSRuntimeTests", dependencies: ["ODRFSRuntime"]),
+        .testTarget(name: "ODRFSRuntimeTests", dependencies: ["ODRFSRuntime", "TestSupport"]),
         .testTarget(name: "ODRFSCompressionTests", dependencies: ["ODRFSCompression"]),
         .testTarget(name: "ODRFSMetricsTests", dependencies: [
-            "ODRFSMetrics",
+            "ODRFSMetrics", "TestSupport",
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "Logging", package: "swift-log"),
         ]),

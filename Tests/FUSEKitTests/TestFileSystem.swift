@@ -174,13 +174,7 @@ final class TestFileSystem: FUSEFileSystem {
             // (FUSEKit asserts it in debug builds).
             let seconds = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
             DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
-                for _ in 0..<1000 where self.events.withLock({ $0.holdSlowOpen }) {
-                    usleep(10_000)
-                }
-                self.events.withLock { $0.slowOpenAnswered = true }
-                deferred.replyOpen(handle: FileHandleID(inode.rawValue), options: OpenReplyOptions(keepCache: true))
-                // The first reply wins: this one must be ignored.
-                deferred.replyError(.ioError)
+                self.answerSlowOpen(deferred, inode: inode, checksLeft: 1000)
             }
         case .hangOpen?:
             let deferred = request.detach()
@@ -203,6 +197,21 @@ final class TestFileSystem: FUSEFileSystem {
         default:
             request.replyOpen(handle: FileHandleID(inode.rawValue), options: OpenReplyOptions(keepCache: true, noFlush: true))
         }
+    }
+
+    /// Answers the slow open once the test stops holding it (checked every 10 ms, at most
+    /// `checksLeft` more times), without keeping a thread asleep meanwhile.
+    private func answerSlowOpen(_ deferred: DeferredRequest, inode: InodeNumber, checksLeft: Int) {
+        if checksLeft > 0, events.withLock({ $0.holdSlowOpen }) {
+            DispatchQueue.global().asyncAfter(deadline: .now() + 0.01) {
+                self.answerSlowOpen(deferred, inode: inode, checksLeft: checksLeft - 1)
+            }
+            return
+        }
+        events.withLock { $0.slowOpenAnswered = true }
+        deferred.replyOpen(handle: FileHandleID(inode.rawValue), options: OpenReplyOptions(keepCache: true))
+        // The first reply wins: this one must be ignored.
+        deferred.replyError(.ioError)
     }
 
     func read(inode: InodeNumber, handle: FileHandleID, offset: Int64, size: Int, request: consuming FUSERequest) {

@@ -4,11 +4,12 @@ import Logging
 import ODRFSMetrics
 import Prometheus
 import Synchronization
+import TestSupport
 import Testing
 
 /// `--metrics`: the endpoint refreshes the gauges before each scrape, serves the registry
 /// as Prometheus text at /metrics and nothing anywhere else.
-@Suite("MetricsEndpoint")
+@Suite("MetricsEndpoint", .timingSensitive)
 struct MetricsEndpointTests {
     /// One HTTP/1.1 GET over a plain socket, on a dispatch queue (connect, write and read
     /// block): the status line, the headers and the body, or nil on a socket error.
@@ -55,7 +56,7 @@ struct MetricsEndpointTests {
                                        onListening: { port in bound.withLock { $0 = port } })
         let server = Task { try await endpoint.run() }
         defer { server.cancel() }
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(30)
         while bound.withLock({ $0 }) == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
         let port = try #require(bound.withLock { $0 }, "the endpoint never listened")
         #expect(port > 0)

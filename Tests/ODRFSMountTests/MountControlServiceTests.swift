@@ -164,29 +164,21 @@ struct MountControlServiceTests {
         #expect(seen[.lowDiskSpace]?.first?.bytes == 1_000, "\(seen)")
     }
 
-    /// Events by kind until each of `wanted` was seen, or 10 s passed (a missing event then
-    /// fails the test's expectations; it never hangs it).
+    /// Events by kind until each of `wanted` was seen, or 30 s passed (a missing event then
+    /// fails the test's expectations; it never hangs it). One reader drains the subscription,
+    /// so no event is lost to a timed-out wait.
     private func collect(_ subscription: MountEventSubscription, until wanted: [MountEvent.Kind]) async -> [MountEvent.Kind: [MountEvent]] {
-        var seen: [MountEvent.Kind: [MountEvent]] = [:]
-        let deadline = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < deadline, !wanted.allSatisfy({ seen[$0] != nil }) {
-            guard let event = await next(subscription, within: deadline - ContinuousClock.now) else { break }
-            seen[event.event, default: []].append(event)
-        }
-        return seen
-    }
-
-    /// The subscription's next event, or nil after `timeout` (a missing event fails the test, never hangs it).
-    private func next(_ subscription: MountEventSubscription, within timeout: Duration) async -> MountEvent? {
-        await withTaskGroup(of: MountEvent?.self) { group in
-            group.addTask { await subscription.next() }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                return nil
+        let seen = Mutex<[MountEvent.Kind: [MountEvent]]>([:])
+        let reader = Task {
+            while let event = await subscription.next() {
+                seen.withLock { $0[event.event, default: []].append(event) }
             }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
         }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline, !seen.withLock({ seen in wanted.allSatisfy { seen[$0] != nil } }) {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        reader.cancel()
+        return seen.withLock { $0 }
     }
 }

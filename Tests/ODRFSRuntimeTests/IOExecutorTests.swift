@@ -1,12 +1,13 @@
 import Foundation
 import ODRFSRuntime
+import TestSupport
 import Synchronization
 import Testing
 
 /// The daemon's threads for blocking calls: work runs on the pool's own threads, never on
 /// the caller's, errors keep their type, at most `threadCount` calls run at once, and a
 /// deadline answers the caller while a stuck call is left to finish on its own.
-@Suite("IOExecutor")
+@Suite("IOExecutor", .timingSensitive)
 struct IOExecutorTests {
     /// The calling thread (pthread_t is an integer on Linux).
     static func threadID() -> pthread_t { pthread_self() }
@@ -78,16 +79,18 @@ struct IOExecutorTests {
         let executor = IOExecutor(name: "test-io", threads: 1)
         let late = Mutex<Int?>(nil)
         let started = ContinuousClock.now
+        // A call stuck for 3 s, a deadline of 50 ms: an answer well before 3 s can only be the
+        // deadline's (the margin is for a loaded machine).
         let outcome = await executor.run(deadline: .milliseconds(50), {
-            usleep(300_000)
+            usleep(3_000_000)
             return 42
         }, onLate: { value in late.withLock { $0 = value } })
         guard case .timedOut = outcome else {
             Issue.record("expected timedOut, got \(outcome)")
             return
         }
-        #expect(ContinuousClock.now - started < .milliseconds(290), "the caller waited for the stuck call")
-        let deadline = ContinuousClock.now + .seconds(5)
+        #expect(ContinuousClock.now - started < .milliseconds(2_500), "the caller waited for the stuck call")
+        let deadline = ContinuousClock.now + .seconds(20)
         while late.withLock({ $0 }) == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
         #expect(late.withLock { $0 } == 42)
 
@@ -102,7 +105,7 @@ struct IOExecutorTests {
     @Test("cancelling the waiting task answers cancelled without waiting for the call")
     func cancellation() async throws {
         let executor = IOExecutor(name: "test-io", threads: 1)
-        let task = Task { await executor.run(deadline: .seconds(30), { usleep(300_000); return 1 }) }
+        let task = Task { await executor.run(deadline: .seconds(30), { usleep(3_000_000); return 1 }) }
         try await Task.sleep(for: .milliseconds(20))
         let started = ContinuousClock.now
         task.cancel()
@@ -111,7 +114,7 @@ struct IOExecutorTests {
             Issue.record("expected cancelled, got \(outcome)")
             return
         }
-        #expect(ContinuousClock.now - started < .milliseconds(250))
+        #expect(ContinuousClock.now - started < .milliseconds(2_500), "the caller waited for the stuck call")
     }
 }
 
