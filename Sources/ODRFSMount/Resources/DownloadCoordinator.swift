@@ -20,8 +20,8 @@ enum JoinOutcome {
 
 /// Single-flight downloads: however many callers want a pack, one download runs and
 /// the callers wait on it as *waiters*, resumed by callbacks from the thread that made
-/// the progress (the I/O thread that wrote and verified the bytes, the download task
-/// that finished). A waiter that is withdrawn (a FUSE interrupt) leaves alone; the last
+/// the progress (the I/O thread that wrote and verified the bytes, or the one the
+/// finished download hands its end to; never the download's task). A waiter that is withdrawn (a FUSE interrupt) leaves alone; the last
 /// one to leave a download no reader holds cancels it. At most `--max-downloads` run
 /// at once (``DownloadQueue``); a blocked open() is urgent and jumps the queue.
 ///

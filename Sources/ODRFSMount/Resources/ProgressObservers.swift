@@ -5,7 +5,7 @@ import Synchronization
 /// `odrfs request`, `BundleResourceRequest.progress`) and the initial install.
 ///
 /// Progress is pushed from the thread that made it (the I/O thread after a write, the
-/// download task when it ends), never polled. A leaf lock: taken after the resource
+/// I/O thread that ends a download), never polled. A leaf lock: taken after the resource
 /// manager's lock is released, and callbacks run after this one is released too.
 final class ProgressObservers: Sendable {
     struct Observer {
