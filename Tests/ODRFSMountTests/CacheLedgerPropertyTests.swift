@@ -8,7 +8,7 @@ import TestSupport
 import Testing
 
 /// Random sequences of the cache's operations — retains, releases, downloads, purges
-/// under pressure and on request, vanished files, priority changes, a bundle update that
+/// under pressure (a byte budget and a free-space floor on a pretend disk) and on request, vanished files, priority changes, a bundle update that
 /// leaves packs of the older version behind — against a model that knows only the retain
 /// counts. After every step the cache must agree with the model and with the disk:
 /// no retained pack evicted, cached bytes equal to the bytes of the files the ledger says
@@ -30,17 +30,20 @@ struct CacheLedgerPropertyTests {
     struct Run {
         let cache: TemporaryDirectory
         let clock = LockedValue(Date(timeIntervalSince1970: 1_000))
+        /// A pretend disk holding the cache: its free space is this less what `packs/` holds.
+        static let diskSize: Int64 = 9_000
 
         func manager(_ bundle: SyntheticBundle, budget: Int64) throws -> ResourceManager {
             var logger = Logger(label: "test")
-            logger.logLevel = .error  // thousands of steps: only what goes wrong
+            logger.logLevel = .critical  // thousands of steps; full-disk refusals are expected
             let store = try PackStore(root: cache.path, logger: logger)
             let downloader = PackDownloader(origin: FakeOrigin(files: bundle.files), store: store,
                                             chunkSize: bundle.manifest.chunkSize, logger: logger)
             let clock = self.clock
+            let run = self
             return try ResourceManager(manifest: bundle.manifest, store: store, downloader: downloader,
-                                       limits: CacheLimits(budget: ByteCount(budget)), logger: logger,
-                                       clock: { clock.withLock { $0 } })
+                                       limits: CacheLimits(budget: ByteCount(budget), minimumFree: ByteCount(800)), logger: logger,
+                                       clock: { clock.withLock { $0 } }, availableBytes: { Self.diskSize - run.bytesOnDisk() })
         }
 
         /// Bytes of the regular files in `packs/`: what is on disk.
@@ -70,15 +73,24 @@ struct CacheLedgerPropertyTests {
                 run.clock.withLock { $0 += Double(Int.random(in: 1...5, using: &random)) }
                 switch Int.random(in: 0..<100, using: &random) {
                 case 0..<30:
-                    try await manager.retain(pack)
-                    retains[level] += 1
+                    do {
+                        try await manager.retain(pack)
+                        retains[level] += 1
+                    } catch {
+                        // The pretend disk is full of retained packs: refused, nothing retained.
+                        guard error.kind == .noSpace else { throw error }
+                    }
                 case 30..<60:
                     if let held = retains.indices.filter({ retains[$0] > 0 }).randomElement(using: &random) {
                         manager.release(PackNumber(UInt32(held)))
                         retains[held] -= 1
                     }
                 case 60..<72:
-                    try await manager.makeLocal(pack)
+                    do {
+                        try await manager.makeLocal(pack)
+                    } catch {
+                        guard error.kind == .noSpace else { throw error }
+                    }
                 case 72..<82:
                     manager.purgeForPressure(reason: .manual)
                 case 82..<88:
