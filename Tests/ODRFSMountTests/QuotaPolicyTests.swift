@@ -88,7 +88,7 @@ struct QuotaPolicyTests {
         #expect(names(ledger.read { policy.victims(freeing: 5_000, from: $0, reason: .manual) }) == ["Big"])
     }
 
-    @Test("watermarks: over the budget cleans to 75 %, under the floor to 125 %; a release wakes only with a budget")
+    @Test("watermarks: over the budget cleans to 75 %, under the floor to 125 %; a release wakes only with a budget; prefetch stops at the budget")
     func watermarks() {
         // 10,100 bytes cached.
         let budgeted = ledger(budget: 8_000)
@@ -104,5 +104,11 @@ struct QuotaPolicyTests {
         #expect(!floor.shouldLook(after: .afterRelease))
         #expect(floor.shouldLook(after: .afterDownload))
         #expect(floored.read { floor.victims(freeing: 0, from: $0, reason: .manual) }.isEmpty)
+        // Prefetch stops at the budget (reservations counted); without one it never does.
+        let roomy = QuotaPolicy(limits: CacheLimits(budget: ByteCount(20_000)))
+        #expect(budgeted.read { roomy.admitsPrefetch(of: 9_900, into: $0) })
+        #expect(!budgeted.read { roomy.admitsPrefetch(of: 9_901, into: $0) })
+        #expect(!budgeted.read { budget.admitsPrefetch(of: 1, into: $0) })
+        #expect(floored.read { floor.admitsPrefetch(of: .max, into: $0) })
     }
 }

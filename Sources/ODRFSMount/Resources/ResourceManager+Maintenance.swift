@@ -103,6 +103,12 @@ extension ResourceManager {
 }
 
 extension ResourceManager {
+    /// Whether prefetching `pack` keeps the cache within its budget (the quota policy decides).
+    func prefetchFits(_ pack: PackNumber) -> Bool {
+        let bytes = manifest.pack(pack).bytes.value
+        return table.read { purger.policy.admitsPrefetch(of: bytes, into: $0) }
+    }
+
     /// `purgeNow` on the I/O executor, for callers in tasks (the control plane).
     public func purge(matching: @escaping @Sendable (PackNumber) -> Bool) async -> PurgeReport {
         await io.run { self.purger.purgeNow(matching: matching) }

@@ -58,6 +58,13 @@ struct QuotaPolicy: Sendable {
         limits.isOverBudget(cached: state.budgetedBytes, reserved: state.reservedBytes)
     }
 
+    /// Whether a prefetch of `bytes` more fits within the budget (reservations counted):
+    /// prefetch never pushes the cache over it, only what users open does.
+    func admitsPrefetch(of bytes: Int64, into state: CacheLedger.State) -> Bool {
+        guard let budget = limits.budget else { return true }
+        return ByteCount(state.budgetedBytes) + ByteCount(state.reservedBytes) + ByteCount(bytes) <= budget
+    }
+
     /// Whether a wake-up for `reason` may find pressure: a release frees nothing on disk,
     /// it only lets a pack held over the budget go, so without a budget it never does.
     func shouldLook(after reason: PurgeReason) -> Bool {
