@@ -1,13 +1,13 @@
 import Synchronization
 
-/// The mount's event hub: the owners of what happens (the pack table's retains, the
+/// The mount's event hub: the owners of what happens (the cache ledger's retains, the
 /// purger's evictions, the download coordinator's fetches) ``publish(_:)`` here, and
 /// each `odrfs events` client or `BundleResourceRequest` subscriber gets its own
 /// bounded ``MountEventSubscription``.
 ///
 /// Publishing costs one atomic load when nobody listens (the event is not even built),
 /// and never blocks: a slow subscriber loses progress events, not the mount's time.
-/// Its lock is a leaf (taken under the pack table's lock by retains); it never calls
+/// Its lock is a leaf (taken under the cache ledger's lock by retains); it never calls
 /// back into its publishers.
 public final class MountEvents: Sendable {
     /// Events queued per subscriber at most.

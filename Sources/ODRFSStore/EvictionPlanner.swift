@@ -29,29 +29,33 @@ public struct EvictionCandidate: Sendable, Equatable {
 /// 500 MiB one frees what is needed just as well. Only if no pack of the class is
 /// large enough does the walk go on in LRU order (and then into the next class).
 public enum EvictionPlanner {
+    /// O(n log n): one sort, then one walk; the best-fit search runs at most once per plan
+    /// (the pack it finds finishes the job).
     public static func plan(freeing needed: Int64, from candidates: [EvictionCandidate]) -> [EvictionCandidate] {
         guard needed > 0 else { return [] }
         let ordered = candidates.sorted(by: evictsBefore)
         var remaining = needed
         var chosen: [EvictionCandidate] = []
-        var index = ordered.startIndex
-        while remaining > 0 && index < ordered.endIndex {
-            let classPriority = ordered[index].priority
-            var pool = Array(ordered[index...].prefix { $0.priority == classPriority })
-            index += pool.count
-            while remaining > 0 && !pool.isEmpty {
-                let oldest = pool[0]
+        var start = ordered.startIndex
+        while remaining > 0 && start < ordered.endIndex {
+            let classPriority = ordered[start].priority
+            var end = start
+            while end < ordered.endIndex && ordered[end].priority == classPriority { end += 1 }
+            var next = start
+            while remaining > 0 && next < end {
+                let oldest = ordered[next]
                 if oldest.bytes > remaining,
-                   let bestFit = pool.filter({ $0.bytes >= remaining }).min(by: { $0.bytes < $1.bytes }) {
+                   let bestFit = ordered[next..<end].filter({ $0.bytes >= remaining }).min(by: { $0.bytes < $1.bytes }) {
+                    // It frees at least what remains: the plan is complete.
                     chosen.append(bestFit)
                     remaining -= bestFit.bytes
-                    pool.removeAll { $0.key == bestFit.key }
                 } else {
                     chosen.append(oldest)
                     remaining -= oldest.bytes
-                    pool.removeFirst()
+                    next += 1
                 }
             }
+            start = end
         }
         return chosen
     }

@@ -3,7 +3,7 @@ import ODRFSCore
 import TestSupport
 import Testing
 
-/// Local packs keep one open descriptor between opens (`PackTable+OpenFiles.swift`):
+/// Local packs keep one open descriptor between opens (`CacheLedger+KeptFiles.swift`):
 /// opens of many files of a pack neither open nor close the pack file each, and an
 /// evicted pack's descriptor goes with it, so its disk space is freed.
 @Suite("Pack descriptors", .serialized, .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(2)))

@@ -109,7 +109,7 @@ struct StormTests {
         #expect(rest.threads <= warm.threads + 4, "threads grew: \(warm) → quiet \(rest)")
         #expect(rest.otherDescriptors <= warm.otherDescriptors + 16, "descriptors grew: \(warm.kinds) → quiet \(rest.kinds)")
         // With no reader left, only local packs keep a descriptor (one each, shared by later
-        // opens: PackTable+OpenFiles); evicted packs must have closed theirs.
+        // opens: CacheLedger+KeptFiles); evicted packs must have closed theirs.
         let localPacks = try fixture.status().values.count { $0.count > 2 && ($0[2] == "downloaded" || $0[2] == "in-use") }
         #expect(rest.loadDescriptors <= 2 + localPacks, "pack/download/origin files still open with no reader left (\(localPacks) local packs): \(rest.kinds)")
         #expect(kill(pid, 0) == 0, "the daemon is gone")

@@ -39,7 +39,7 @@ extension ResourceManager {
     public func progress(of packs: [PackNumber]) -> (completed: Int64, total: Int64) {
         // Only the requested slots, under the lock (no copy of the whole table): the
         // control plane asks this for every waiting request.
-        let slots = table.withState { state in
+        let slots = table.read { state in
             packs.map { state.slots[Int($0.rawValue)] }.map { (isLocal: $0.isLocal, downloaded: $0.download?.bytesDone) }
         }
         // Saturating sums: pack sizes come from the manifest.

@@ -154,13 +154,9 @@ struct PrefetchService: Service {
             if Task.isCancelled { return }
             // Offline: wait for the origin rather than fail every remaining pack now.
             await OriginProbeService.waitUntilOnline(manager.downloader.origin)
-            if let budget = manager.limits.budget {
-                let cache = manager.cacheStatus()
-                if cache.cachedBytes + cache.reservedBytes + manifest.pack(pack).bytes.value > budget.value,
-                   manager.state(of: pack) == .notDownloaded {
-                    logger.notice("prefetch stopped: the cache budget is reached", metadata: ["pack.id": "\(manifest.pack(pack).id)"])
-                    return
-                }
+            if !manager.prefetchFits(pack), manager.state(of: pack) == .notDownloaded {
+                logger.notice("prefetch stopped: the cache budget is reached", metadata: ["pack.id": "\(manifest.pack(pack).id)"])
+                return
             }
             manager.noteAccess(pack, cause: .prefetch)
             do {

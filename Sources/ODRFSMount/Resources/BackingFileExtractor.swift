@@ -14,7 +14,7 @@ import Synchronization
 /// double the cache's file count for little), copied on their first open after their
 /// pack is complete, off the FUSE thread, so that open and any open during the copy use
 /// the FUSE read path. The copy comes from the published pack, which holds only verified
-/// bytes; it is written under `tmp/` and renamed into `files/` under the pack table's
+/// bytes; it is written under `tmp/` and renamed into `files/` under the cache ledger's
 /// lock only if the pack is still local, and from then on counted in the cache's bytes
 /// (the purger evicts it with its pack). No fsync: the files are derived, only this
 /// mount's memory knows them, and the store deletes `files/` at startup, so a crash can
@@ -42,7 +42,7 @@ final class BackingFileExtractor: Sendable {
     func backingFile(pack: PackNumber, extent: PackExtent) -> String? {
         guard extent.size >= minimumSize.value else { return nil }
         let index = Int(pack.rawValue)
-        let (isLocal, isCopied) = manager.table.withState { state in
+        let (isLocal, isCopied) = manager.table.read { state in
             (state.slots[index].isLocal, state.slots[index].backingFiles[extent.offset] != nil)
         }
         guard isLocal else { return nil }
@@ -81,15 +81,10 @@ final class BackingFileExtractor: Sendable {
             return
         }
         let destination = manager.store.layout.backingFilePath(sha256: sha256, offset: extent.offset)
-        let index = Int(pack.rawValue)
         // Renamed under the lock, like an eviction's rename into trash/: the file exists
-        // in files/ exactly while the table counts it.
-        let published = manager.table.withState { state -> Bool in
-            guard state.slots[index].isLocal, state.slots[index].backingFiles[extent.offset] == nil,
-                  rename(temporary.path, destination) == 0 else { return false }
-            state.slots[index].backingFiles[extent.offset] = extent.size
-            state.cachedBytes += extent.size
-            return true
+        // in files/ exactly while the ledger counts it.
+        let published = manager.table.attachBackingFile(pack, offset: extent.offset, bytes: extent.size) {
+            rename(temporary.path, destination) == 0
         }
         if published {
             temporary.markPublishedByRename()

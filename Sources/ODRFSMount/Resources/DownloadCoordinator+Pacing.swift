@@ -14,7 +14,7 @@ extension DownloadCoordinator {
         let id = table.manifest.pack(pack).id
         let resumable = downloader.origin.servesRanges
         let isBackground: @Sendable () -> Bool = { [table] in
-            let priority = table.withState { $0.slots[index].download?.priority }
+            let priority = table.read { $0.slots[index].download?.priority }
             return priority.map { $0 <= .prefetch } ?? false
         }
         return DownloadPacing(

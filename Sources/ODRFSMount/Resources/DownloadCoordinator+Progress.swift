@@ -10,21 +10,23 @@ extension DownloadCoordinator {
         let now = table.clock()
         var crossedInUse = false
         var cause: MountMetrics.Cause?
-        let ready = table.withState { state -> [Waiter] in
-            guard state.slots[index].download != nil else { return [] }
-            cause = MountMetrics.Cause(state.slots[index].download!.priority)
-            state.slots[index].download!.bytesDone = progress.received.value
-            state.slots[index].download!.file = progress.file
-            guard progress.verified.value > state.slots[index].download!.verifiedBytes else { return [] }
-            state.slots[index].download!.verifiedBytes = progress.verified.value
-            var ready: [Waiter] = []
-            for (id, waiter) in state.slots[index].download!.waiters {
-                guard let prefix = waiter.prefix, prefix <= progress.verified.value else { continue }
-                state.slots[index].download!.waiters.removeValue(forKey: id)
-                state.slots[index].download!.earlyReaders += 1
-                if waiter.retains { crossedInUse = table.retain(index, in: &state, at: now) || crossedInUse }
-                ready.append(waiter)
-            }
+        let ready = table.transaction { state -> [Waiter] in
+            let ready = state.updateDownload(index) { download -> [Waiter] in
+                cause = MountMetrics.Cause(download.priority)
+                download.bytesDone = progress.received.value
+                download.file = progress.file
+                guard progress.verified.value > download.verifiedBytes else { return [] }
+                download.verifiedBytes = progress.verified.value
+                var ready: [Waiter] = []
+                for (id, waiter) in download.waiters {
+                    guard let prefix = waiter.prefix, prefix <= progress.verified.value else { continue }
+                    download.waiters.removeValue(forKey: id)
+                    download.earlyReaders += 1
+                    ready.append(waiter)
+                }
+                return ready
+            } ?? []
+            for waiter in ready where waiter.retains { crossedInUse = state.retain(index, at: now) || crossedInUse }
             return ready
         }
         if crossedInUse { reportInUseLimitCrossed(pack) }
@@ -39,7 +41,7 @@ extension DownloadCoordinator {
     func recordFetched(_ bytes: Int64, of pack: PackNumber) {
         guard bytes > 0 else { return }
         let index = Int(pack.rawValue)
-        let cause = table.withState { state in state.slots[index].download.map { MountMetrics.Cause($0.priority) } }
+        let cause = table.read { state in state.slots[index].download.map { MountMetrics.Cause($0.priority) } }
         table.metrics.recordFetched(bytes, cause: cause ?? .open)
     }
 }

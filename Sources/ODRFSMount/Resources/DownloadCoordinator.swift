@@ -25,8 +25,9 @@ enum JoinOutcome {
 /// one to leave a download no reader holds cancels it. At most `--max-downloads` run
 /// at once (``DownloadQueue``); a blocked open() is urgent and jumps the queue.
 ///
-/// Downloads live in the pack table's slots (so "local", "downloading" and retains
-/// change atomically); the coordinator owns their life cycle and the waiters.
+/// Downloads live in the cache ledger's slots (so "local", "downloading" and retains
+/// change atomically, in one ledger transaction); the ledger owns the reservation and
+/// what a finished download makes local, the coordinator the waiters and the task.
 final class DownloadCoordinator: Sendable {
     /// Someone waiting for a pack: an open(), a tag request, the initial install.
     /// `resume` is called exactly once, outside the lock. On success the retain (if
@@ -57,7 +58,7 @@ final class DownloadCoordinator: Sendable {
         var task: Task<Void, Never>?
     }
 
-    let table: PackTable
+    let table: CacheLedger
     let downloader: PackDownloader
     let purger: Purger
     let queue: DownloadQueue
@@ -69,7 +70,7 @@ final class DownloadCoordinator: Sendable {
     /// `--max-background-rate`, shared by every prefetch and background download.
     let backgroundRate: RateLimiter?
 
-    init(table: PackTable, downloader: PackDownloader, purger: Purger, maximumConcurrent: Int,
+    init(table: CacheLedger, downloader: PackDownloader, purger: Purger, maximumConcurrent: Int,
          observers: ProgressObservers, io: IOExecutor, logger: Logger, schedule: SchedulerSettings = SchedulerSettings()) {
         self.backgroundRate = schedule.maximumBackgroundRate.map { RateLimiter(bytesPerSecond: $0.value) }
         self.table = table
@@ -132,16 +133,16 @@ final class DownloadCoordinator: Sendable {
         let now = table.clock()
         enum Outcome { case ready(VerifiedFile?), unavailable, waiting, raise(UInt64), startDownload }
         var crossedInUse = false
-        let outcome = table.withState { state -> Outcome in
+        let outcome = table.transaction { state -> Outcome in
             if state.slots[index].isLocal {
-                if retains { crossedInUse = table.retain(index, in: &state, at: now) || crossedInUse }
-                // Its kept descriptor, if any (`PackTable+OpenFiles.swift`); else the reader opens it.
-                return .ready(PackTable.keptFile(index, in: &state))
+                if retains { crossedInUse = state.retain(index, at: now) || crossedInUse }
+                // Its kept descriptor, if any (`CacheLedger+KeptFiles.swift`); else the reader opens it.
+                return .ready(state.keptFile(index))
             }
             if let prefix, let download = state.slots[index].download, let file = download.file, download.verifiedBytes >= prefix {
                 // The bytes this reader needs are already proven in the file being written.
-                state.slots[index].download?.earlyReaders += 1
-                if retains { crossedInUse = table.retain(index, in: &state, at: now) || crossedInUse }
+                state.updateDownload(index) { $0.earlyReaders += 1 }
+                if retains { crossedInUse = state.retain(index, at: now) || crossedInUse }
                 return .ready(file)
             }
             guard registers else { return .unavailable }
@@ -149,17 +150,16 @@ final class DownloadCoordinator: Sendable {
             // An open (urgent) counts as waiting until resumed: background downloads step aside.
             let waiter = Waiter(retains: retains, prefix: prefix, resume: priority == .urgent ? foreground.track(resume) : resume)
             if state.slots[index].download == nil {
-                state.slots[index].download = Download(waiters: [waiterID: waiter], priority: priority, ticket: queue.makeTicket())
                 // Reserve before starting, so concurrent downloads cannot overshoot together.
-                state.reservedBytes += table.manifest.pack(pack).bytes.value
+                state.reserve(index, for: Download(waiters: [waiterID: waiter], priority: priority, ticket: queue.makeTicket()))
                 return .startDownload
             }
-            state.slots[index].download!.waiters[waiterID] = waiter
-            if priority > state.slots[index].download!.priority {
-                state.slots[index].download!.priority = priority
-                return .raise(state.slots[index].download!.ticket)
-            }
-            return .waiting
+            return state.updateDownload(index) { download -> Outcome in
+                download.waiters[waiterID] = waiter
+                guard priority > download.priority else { return .waiting }
+                download.priority = priority
+                return .raise(download.ticket)
+            } ?? .waiting
         }
         if crossedInUse { reportInUseLimitCrossed(pack) }
         switch outcome {
@@ -179,12 +179,12 @@ final class DownloadCoordinator: Sendable {
     /// `.cancelled` at once. The last waiter to leave a download that no reader holds
     /// cancels it.
     func cancelWaiter(_ waiterID: UInt64, on pack: PackNumber) {
-        let (waiter, abandoned) = table.withState { state -> (Waiter?, Task<Void, Never>?) in
-            let index = Int(pack.rawValue)
-            let waiter = state.slots[index].download?.waiters.removeValue(forKey: waiterID)
-            let abandoned = waiter != nil && state.slots[index].download?.waiters.isEmpty == true
-                && state.slots[index].download?.earlyReaders == 0
-            return (waiter, abandoned ? state.slots[index].download?.task : nil)
+        let (waiter, abandoned) = table.transaction { state -> (Waiter?, Task<Void, Never>?) in
+            state.updateDownload(Int(pack.rawValue)) { download -> (Waiter?, Task<Void, Never>?) in
+                let waiter = download.waiters.removeValue(forKey: waiterID)
+                let abandoned = waiter != nil && download.waiters.isEmpty && download.earlyReaders == 0
+                return (waiter, abandoned ? download.task : nil)
+            } ?? (nil, nil)
         }
         // The download is cancelled before the waiter hears of it: whoever gave up finds the
         // abandonment already in effect (a test opening the origin right after saw it go on).
@@ -198,7 +198,7 @@ final class DownloadCoordinator: Sendable {
     private func startDownload(_ pack: PackNumber) {
         let descriptor = table.manifest.pack(pack)
         let index = Int(pack.rawValue)
-        guard let (ticket, priority) = table.withState({ state in
+        guard let (ticket, priority) = table.read({ state in
             state.slots[index].download.map { ($0.ticket, $0.priority) }
         }) else { return }
         logger.info("fetching pack", metadata: ["pack.id": "\(descriptor.id)", "pack.bytes": "\(descriptor.bytes.value)", "priority": "\(priority)"])
@@ -237,8 +237,8 @@ final class DownloadCoordinator: Sendable {
             let (duration, wasAdopted) = (ContinuousClock.now - started, adopted)
             await io.run { self.finishDownload(pack, result: result, duration: duration, adopted: wasAdopted) }
         }
-        table.withState { state in
-            if state.slots[index].download?.ticket == ticket { state.slots[index].download?.task = task }
+        table.transaction { state in
+            state.updateDownload(index) { if $0.ticket == ticket { $0.task = task } }
         }
     }
 
@@ -262,35 +262,27 @@ final class DownloadCoordinator: Sendable {
         let now = table.clock()
         enum Next { case finished([Waiter], VerifiedFile?, dropped: VerifiedFile?), restart(VerifiedFile?) }
         var crossedInUse = false
-        let next = table.withState { state -> Next in
+        let published: Bool
+        if case .success = result { published = true } else { published = false }
+        let next = table.transaction { state -> Next in
             let waiters = Array(state.slots[index].download?.waiters.values ?? [:].values)
-            let file = state.slots[index].download?.file
             if case .failure(let error) = result, error.kind == .cancelled, !waiters.isEmpty {
                 // Callers joined after the last one left and the download was cancelled:
                 // start over for them, in a new file with its own verified prefix.
-                let abandoned = state.slots[index].download?.file
-                state.slots[index].download?.ticket = queue.makeTicket()
-                state.slots[index].download?.task = nil
-                state.slots[index].download?.bytesDone = 0
-                state.slots[index].download?.verifiedBytes = 0
-                state.slots[index].download?.file = nil
-                state.slots[index].download?.earlyReaders = 0
+                let abandoned = state.updateDownload(index) { download -> VerifiedFile? in
+                    defer { download = Download(waiters: download.waiters, priority: download.priority, ticket: queue.makeTicket()) }
+                    return download.file
+                } ?? nil
                 return .restart(abandoned)
             }
-            state.slots[index].download = nil
-            state.reservedBytes -= table.manifest.pack(pack).bytes.value
-            var dropped: VerifiedFile?
-            if case .success = result {
-                state.slots[index].isLocal = true
-                // The published pack is this very file (renamed): later opens share it.
-                if let file { dropped = PackTable.keep(file, for: index, in: &state).dropped }
-                if !adopted { state.slots[index].fetchCount += 1 }
-                state.cachedBytes += table.manifest.pack(pack).bytes.value
+            // The reservation ends; published, the pack is local and its file kept for readers.
+            let (download, dropped) = state.settleDownload(index, published: published, fetched: !adopted)
+            if published {
                 for waiter in waiters where waiter.retains {
-                    crossedInUse = table.retain(index, in: &state, at: now) || crossedInUse
+                    crossedInUse = state.retain(index, at: now) || crossedInUse
                 }
             }
-            return .finished(waiters, file, dropped: dropped)
+            return .finished(waiters, download?.file, dropped: dropped)
         }
         defer { observers.changed(pack) }
         if crossedInUse { reportInUseLimitCrossed(pack) }

@@ -4,7 +4,7 @@ import Synchronization
 /// step aside while a program waits (Unreal's chunk downloader pauses background work while
 /// the game loads), and remembers when one last waited, for `--prefetch-delay`'s quiet period.
 ///
-/// A leaf lock: taken under the pack table's lock (a waiter registers there), never the
+/// A leaf lock: taken under the cache ledger's lock (a waiter registers there), never the
 /// other way round.
 final class ForegroundGate: Sendable {
     private struct State {

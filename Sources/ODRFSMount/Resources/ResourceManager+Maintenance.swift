@@ -31,15 +31,7 @@ extension ResourceManager {
     /// not each cost a database write). Called by the purger and at shutdown.
     /// Blocking (SQLite): I/O executor only.
     public func saveAccesses() {
-        let pending = table.withState { state -> [(sha256: String, lastAccess: Date, count: Int64)] in
-            var pending: [(sha256: String, lastAccess: Date, count: Int64)] = []
-            for index in state.slots.indices where state.slots[index].unsavedAccesses > 0 {
-                guard let lastAccess = state.slots[index].lastAccess else { continue }
-                pending.append((manifest.packs[index].sha256.hex, lastAccess, state.slots[index].unsavedAccesses))
-                state.slots[index].unsavedAccesses = 0
-            }
-            return pending
-        }
+        let pending = table.takeUnsavedAccesses()
         do {
             try store.index.recordAccesses(pending)
         } catch {
@@ -51,11 +43,7 @@ extension ResourceManager {
     /// once; the SQLite write runs on the I/O executor and stores the tag's value as it is
     /// when the write runs, so writes that overtake each other still leave the last one.
     public func setPreservationPriority(_ priority: Double?, for tag: Tag) {
-        table.withState { state in
-            state.priorityOverrides[tag] = priority
-            PackTable.assignPriorities(&state, manifest: manifest)
-        }
-        table.withState { _ = $0.unsavedPriorities.insert(tag) }
+        table.setPriorityOverride(priority, for: tag)
         io.submit { [self] in savePriorities() }
     }
 
@@ -63,19 +51,17 @@ extension ResourceManager {
     /// (`odrfs priority --set`: a power cut after the command returns cannot undo it).
     /// A failed write throws: the caller must not report a durable change that is not.
     public func setPreservationPriorityDurably(_ priority: Double?, for tag: Tag) async throws(StoreError) {
-        table.withState { state in
-            state.priorityOverrides[tag] = priority
-            PackTable.assignPriorities(&state, manifest: manifest)
-        }
+        // Not marked unsaved: written below (a failed write marks it, for the next save).
+        table.setPriorityOverride(priority, for: tag, markingUnsaved: false)
         try await io.run { [self] () throws(StoreError) in
             // The tag's value when the write runs, as in `savePriorities`.
-            let value = table.withState { $0.priorityOverrides[tag] }
+            let value = table.read { $0.priorityOverrides[tag] }
             do throws(StoreError) {
                 try store.index.setPriority(value, for: tag)
             } catch {
                 logger.error("cannot save a preservation priority", metadata: ["tag": "\(tag)", "error": "\(error)"])
                 // Left for the next periodic save to retry.
-                table.withState { _ = $0.unsavedPriorities.insert(tag) }
+                table.markPriorityUnsaved(tag)
                 throw error
             }
         }
@@ -84,10 +70,7 @@ extension ResourceManager {
     /// Writes the priority overrides changed since the last save, each with its value at
     /// the time of writing. Blocking (SQLite): I/O executor only.
     func savePriorities() {
-        let pending = table.withState { state -> [(Tag, Double?)] in
-            defer { state.unsavedPriorities.removeAll() }
-            return state.unsavedPriorities.map { ($0, state.priorityOverrides[$0]) }
-        }
+        let pending = table.takeUnsavedPriorities()
         for (tag, value) in pending {
             do {
                 try store.index.setPriority(value, for: tag)
@@ -99,13 +82,13 @@ extension ResourceManager {
 
     /// Every tag's effective preservation priority, in manifest order (one lock, no per-tag scans).
     public func tagPriorities() -> [(tag: String, priority: Double)] {
-        let overrides = table.withState { $0.priorityOverrides }
+        let overrides = table.read { $0.priorityOverrides }
         return manifest.tags.map { ($0.tag.name, overrides[$0.tag] ?? $0.preservationPriority) }
     }
 
     /// A tag's effective preservation priority.
     public func preservationPriority(of tag: Tag) -> Double {
-        table.withState { $0.priorityOverrides[tag] } ?? manifest.preservationPriority(of: tag)
+        table.read { $0.priorityOverrides[tag] } ?? manifest.preservationPriority(of: tag)
     }
 
     /// Flushes state and releases the cache for another mount.
@@ -120,6 +103,12 @@ extension ResourceManager {
 }
 
 extension ResourceManager {
+    /// Whether prefetching `pack` keeps the cache within its budget (the quota policy decides).
+    func prefetchFits(_ pack: PackNumber) -> Bool {
+        let bytes = manifest.pack(pack).bytes.value
+        return table.read { purger.policy.admitsPrefetch(of: bytes, into: $0) }
+    }
+
     /// `purgeNow` on the I/O executor, for callers in tasks (the control plane).
     public func purge(matching: @escaping @Sendable (PackNumber) -> Bool) async -> PurgeReport {
         await io.run { self.purger.purgeNow(matching: matching) }

@@ -4,7 +4,7 @@ import ODRFSStore
 
 extension ResourceManager {
     /// Measures the pinned metadata the cache directory holds (file indexes, manifest and
-    /// signature) and records it in the pack table, where it counts against the budget.
+    /// signature) and records it in the cache ledger, where it counts against the budget.
     /// Called when the manager starts, before each purge under pressure (an update check
     /// may have fetched an index since) and after an update dropped a revision.
     /// Blocking (a directory listing and `lstat`s): I/O executor only.

@@ -7,7 +7,7 @@ extension ResourceManager {
     public func recordGauges() {
         let cache = cacheStatus()
         let (running, waiting) = coordinator.queue.occupancy
-        let retained = table.withState { state in state.slots.reduce(0) { $0 + ($1.retainCount > 0 ? 1 : 0) } }
+        let retained = table.read { state in state.slots.reduce(0) { $0 + ($1.retainCount > 0 ? 1 : 0) } }
         Gauge(label: MountMetrics.Name.downloadsInFlight).record(running)
         Gauge(label: MountMetrics.Name.downloadsQueued).record(waiting)
         // The metric's documented meaning is packs only; status's cachedBytes adds the pinned metadata.

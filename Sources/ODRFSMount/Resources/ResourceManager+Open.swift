@@ -66,10 +66,7 @@ extension ResourceManager {
         let descriptor = manifest.pack(pack)
         let path = store.path(of: descriptor)
         if let published = VerifiedFile.openPublished(path: path, size: descriptor.bytes.value) {
-            let index = Int(pack.rawValue)
-            let (file, dropped) = table.withState { PackTable.keep(published, for: index, in: &$0) }
-            _ = dropped  // closed here, outside the lock, if this was its last reference
-            return .success(PackReader(pack: pack, file: file, manager: self))
+            return .success(PackReader(pack: pack, file: table.keep(published, for: pack), manager: self))
         }
         let code = errno
         release(pack)

@@ -40,7 +40,7 @@ extension ResourceManager {
     public func beginAccessing(_ tags: [Tag], priority: DownloadPriority = .request(0.5)) async throws(ResourceRequestError) -> [PackNumber] {
         let packs = try packs(for: tags)
         for pack in packs { noteAccess(pack, cause: .request) }
-        let (newBytes, inUse) = table.withState { state -> (Int64, Int64) in
+        let (newBytes, inUse) = table.read { state -> (Int64, Int64) in
             let newBytes = packs.filter { state.slots[Int($0.rawValue)].retainCount == 0 }
                 .reduce(Int64(0)) { $0 + manifest.pack($1).bytes.value }
             return (newBytes, state.inUseBytes)
@@ -77,12 +77,7 @@ extension ResourceManager {
     /// never downloads. If so, retains them all and returns them.
     public func beginAccessingIfLocal(_ tags: [Tag]) throws(ResourceRequestError) -> [PackNumber]? {
         let packs = try packs(for: tags)
-        let now = table.clock()
-        return table.withState { state -> [PackNumber]? in
-            guard packs.allSatisfy({ state.slots[Int($0.rawValue)].isLocal }) else { return nil }
-            for pack in packs { table.retain(Int(pack.rawValue), in: &state, at: now) }
-            return packs
-        }
+        return table.retainIfLocal(packs) ? packs : nil
     }
 
     /// Ends a request: drops the retains `beginAccessing` took.

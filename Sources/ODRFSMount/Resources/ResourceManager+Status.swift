@@ -27,12 +27,12 @@ public struct CacheStatus: Sendable {
 
 extension ResourceManager {
     public func state(of pack: PackNumber) -> PackState {
-        table.withState { Self.packState($0.slots[Int(pack.rawValue)]) }
+        table.read { Self.packState($0.slots[Int(pack.rawValue)]) }
     }
 
     /// A consistent snapshot of every pack, in manifest order.
     public func status() -> [PackStatus] {
-        let slots = table.withState { $0.slots }
+        let slots = table.read { $0.slots }
         return zip(manifest.packs, slots).enumerated().map { offset, element in
             let (pack, slot) = element
             return PackStatus(
@@ -48,11 +48,11 @@ extension ResourceManager {
     /// (by the maintenance loop every 2 s, and before each download).
     public func cacheStatus() -> CacheStatus {
         let available = purger.lastMeasuredAvailableBytes
-        return table.withState { state in
+        return table.read { state in
             let inUse = state.inUseBytes
             return CacheStatus(
                 cachedBytes: state.budgetedBytes, metadataBytes: state.metadataBytes, reservedBytes: state.reservedBytes,
-                orphanBytes: state.orphans.values.reduce(0) { $0 + $1.bytes },
+                orphanBytes: state.orphanBytes,
                 inUseBytes: inUse, limits: limits, availableBytes: available,
                 isOverBudget: limits.isOverBudget(cached: state.budgetedBytes, reserved: state.reservedBytes),
                 evictionCount: state.evictionCount
@@ -60,7 +60,7 @@ extension ResourceManager {
         }
     }
 
-    static func packState(_ slot: PackTable.Slot) -> PackState {
+    static func packState(_ slot: CacheLedger.Slot) -> PackState {
         if slot.download != nil { return .downloading }
         if !slot.isLocal { return .notDownloaded }
         return slot.retainCount > 0 ? .inUse : .downloaded

@@ -3,7 +3,7 @@ import ODRFSCore
 extension ResourceManager {
     /// Packs that are local or retained right now: what an update keeps local.
     func localOrRetainedPacks() -> Set<PackNumber> {
-        table.withState { state in
+        table.read { state in
             var packs: Set<PackNumber> = []
             for (offset, slot) in state.slots.enumerated() where slot.isLocal || slot.retainCount > 0 {
                 packs.insert(PackNumber(UInt32(offset)))
@@ -33,15 +33,11 @@ extension ResourceManager {
     /// so a changed pack keeps its place in the least-recently-used order. In memory: the
     /// cache index records it with the next access.
     func adoptAccessTimes(from previous: ResourceManager) {
-        let times = previous.table.withState { state in
+        let times = previous.table.read { state in
             Dictionary(state.slots.indices.compactMap { index in
                 state.slots[index].lastAccess.map { (previous.manifest.packs[index].id, $0) }
             }, uniquingKeysWith: max)
         }
-        table.withState { state in
-            for index in state.slots.indices where state.slots[index].lastAccess == nil {
-                state.slots[index].lastAccess = times[manifest.packs[index].id]
-            }
-        }
+        table.adoptAccessTimes(times)
     }
 }

@@ -21,29 +21,20 @@ extension ResourceManager {
             let chunkSize = manifest.chunkSize
             let identity = await io.run { [store] in store.verifyUnverified(descriptor, chunkSize: chunkSize) }
             guard let identity, !Task.isCancelled, isServing() else { continue }
-            let index = Int(pack.rawValue)
             // The rename runs on the I/O executor, never under the lock (no lock across I/O).
             // A download that starts meanwhile finds no copy to adopt and publishes the same
             // verified bytes at the same path; so the pack is made local here only if none
             // did, and otherwise the download's own publication decides.
             guard state(of: pack) == .notDownloaded,
                   await io.run({ [store] in store.moveVerifiedIntoPlace(descriptor) }) else { continue }
-            let moved = table.withState { state -> Bool in
-                guard !state.slots[index].isLocal, state.slots[index].download == nil else { return false }
-                state.slots[index].isLocal = true
-                state.cachedBytes += descriptor.bytes.value
-                return true
-            }
-            guard moved else { continue }
+            guard table.publishVerifiedCopy(pack) else { continue }
             adopted += 1
             let now = table.clock()
             do {
                 let record = try await io.run { [store] () throws(StoreError) in
                     try store.recordVerified(descriptor, identity: identity, now: now)
                 }
-                table.withState { state in
-                    if state.slots[index].lastAccess == nil { state.slots[index].lastAccess = record.lastAccess }
-                }
+                table.noteAccess(pack, ifNoneSince: record.lastAccess)
             } catch {
                 // Local for this session; unrecorded, so the next startup hashes it again.
                 logger.error("cannot record a re-verified pack", metadata: ["pack.id": "\(descriptor.id)", "error": "\(error)"])

@@ -10,9 +10,10 @@ import Synchronization
 /// The resource manager: what the filesystem and the control plane ask for packs.
 ///
 /// A facade over four parts, each with one job:
-/// - ``PackTable``: every pack's slot, retains and byte accounting under one lock;
+/// - ``CacheLedger``: every pack's slot, retains and byte accounting under one lock, changed
+///   only through its intents;
 /// - ``DownloadCoordinator``: single-flight downloads, their waiters and queue;
-/// - ``Purger``: deletion under pressure or on request;
+/// - ``Purger``: deletion under pressure or on request, as ``QuotaPolicy`` decides;
 /// - tag requests (`ResourceManager+Requests.swift`): NSBundleResourceRequest semantics.
 ///
 /// Retains are taken under the same lock that publishes a finished download or evicts a
@@ -20,7 +21,7 @@ import Synchronization
 /// already gone. A download reserves its bytes before it starts, so concurrent downloads
 /// never overshoot the budget together.
 ///
-/// Lock order: the pack table's lock, then the `DownloadQueue`'s (tickets are made under
+/// Lock order: the cache ledger's lock, then the `DownloadQueue`'s (tickets are made under
 /// it); the queue never calls back. `VerifiedFile`, `ProgressObservers` and the purger's
 /// last-measurement locks are leaves. No lock is held across I/O, logging or callbacks.
 /// See the module's threading model for which thread runs what.
@@ -34,7 +35,7 @@ public final class ResourceManager: Sendable {
     let logger: Logger
     /// Where the cache's blocking calls run.
     let io: IOExecutor
-    let table: PackTable
+    let table: CacheLedger
     let coordinator: DownloadCoordinator
     let purger: Purger
     /// Tag requests and the initial install, told when their packs move.
@@ -82,7 +83,7 @@ public final class ResourceManager: Sendable {
         let waiting = Set(report.unverified.map(\.sha256))
         unverified = manifest.packs.indices.filter { waiting.contains(manifest.packs[$0].sha256) }.map { PackNumber(UInt32($0)) }
         let overrides = try store.index.priorityOverrides()
-        table = PackTable(manifest: manifest, limits: limits, clock: clock, verified: report.packs, priorityOverrides: overrides, events: events)
+        table = CacheLedger(manifest: manifest, limits: limits, clock: clock, verified: report.packs, priorityOverrides: overrides, events: events)
         purger = Purger(table: table, store: store, logger: logger, availableBytes: availableBytes ?? { [store] in store.availableBytes() })
         progressObservers = ProgressObservers()
         recorder = AccessRecorder(manifest: manifest, store: store, io: io, logger: logger, now: clock())
@@ -118,8 +119,8 @@ public final class ResourceManager: Sendable {
         case .underflow:
             logger.error("release without retain ignored", metadata: ["pack.id": "\(manifest.pack(pack).id)"])
         case .released(let nowUnretained):
-            // A pack held over budget may be purged now.
-            if nowUnretained && limits.budget != nil { purger.wake(.afterRelease) }
+            // A pack held over budget may be purged now (the policy decides whether to look).
+            if nowUnretained { purger.wake(.afterRelease) }
         }
     }
 
