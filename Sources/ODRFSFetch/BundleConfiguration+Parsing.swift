@@ -22,18 +22,19 @@ extension BundleConfiguration {
         guard bytes.count <= Self.maximumFileSize else {
             throw BundleConfigurationError(line: nil, "the file is larger than \(Self.maximumFileSize) bytes")
         }
-        guard let text = String(validating: bytes, as: UTF8.self) else {
+        guard String(validating: bytes, as: UTF8.self) != nil else {
             throw BundleConfigurationError(line: nil, "the file is not UTF-8 text")
         }
         var values: [Key: (line: Int, value: String)] = [:]
-        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        // Lines split on the byte: as Characters, "\r\n" is one grapheme that "\n" never matches.
+        for (index, lineBytes) in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() {
             let number = index + 1
-            var line = Substring(rawLine)
-            if line.hasSuffix("\r") { line = line.dropLast() }
+            var line = Substring(String(decoding: lineBytes, as: UTF8.self))
+            if line.unicodeScalars.last == "\r" { line = Substring(line.unicodeScalars.dropLast()) }
             guard line.utf8.count <= Self.maximumLineLength else {
                 throw BundleConfigurationError(line: number, "longer than \(Self.maximumLineLength) bytes")
             }
-            guard !line.unicodeScalars.contains(where: { $0.value < 0x20 && $0 != "\t" || $0.value == 0x7F }) else {
+            guard !line.unicodeScalars.contains(where: { ($0.value < 0x20 && $0 != "\t") || $0.value == 0x7F }) else {
                 throw BundleConfigurationError(line: number, "contains a control character")
             }
             let trimmed = Self.trim(line)

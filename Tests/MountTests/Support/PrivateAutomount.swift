@@ -9,7 +9,7 @@ import Testing
 /// `-C` lets it run beside a system automounter.
 ///
 /// mount(8) only looks for helpers in /sbin, so the map's entries name a filesystem type
-/// of this run's own (`odrfstXXXXXXXX`) whose helper, a symbolic link to this checkout's
+/// of this run's own (`odrfstXXXXXXXX`) whose helper, a wrapper that runs this checkout's
 /// `mount-scripts/mount.odrfs`, lives in /usr/sbin only while the test runs: parallel runs
 /// and an installed package's `/sbin/mount.odrfs` are never touched.
 final class PrivateAutomount {
@@ -45,8 +45,12 @@ final class PrivateAutomount {
     /// Starts automount with an idle timeout of `timeout` seconds and waits (bounded) for
     /// its autofs mount.
     func start(timeout: Int) async throws {
-        guard symlink(Self.repository + "/mount-scripts/mount.odrfs", helper) == 0 else {
-            Issue.record("cannot create \(helper): \(String(cString: strerror(errno)))")
+        // mount(8) clears PATH before it runs a helper (sanitize_env): the wrapper puts this
+        // build's odrfs first, then runs the checkout's mount.odrfs as it is.
+        let binaries = (MountFixture.binary as NSString).deletingLastPathComponent
+        let wrapper = "#!/bin/sh\nPATH=\(binaries):/usr/sbin:/usr/bin:/sbin:/bin exec \(Self.repository)/mount-scripts/mount.odrfs \"$@\"\n"
+        guard FileManager.default.createFile(atPath: helper, contents: Data(wrapper.utf8), attributes: [.posixPermissions: 0o755]) else {
+            Issue.record("cannot create \(helper)")
             throw CancellationError()
         }
         let map = root + "/auto.odrfs"
@@ -58,10 +62,12 @@ final class PrivateAutomount {
         chmod(map, 0o755)
         let master = root + "/auto.master"
         try "\(mountRoot) program:\(map) --timeout=\(timeout)\n".write(toFile: master, atomically: true, encoding: .utf8)
-        let binaries = (MountFixture.binary as NSString).deletingLastPathComponent
-        process = try ChildProcess("/usr/bin/env", [
+        // Its own session, so its own process group: the kernel answers lookups from the
+        // automounter's group itself (ENOENT, never a mount), and that would be this test's.
+        // setsid execs in place (the child is no group leader), so the PID is automount's.
+        process = try ChildProcess("/usr/bin/setsid", ["/usr/bin/env",
             "PATH=\(binaries):/usr/sbin:/usr/bin:/sbin:/bin", "ODRFS_BUNDLES_DIR=\(bundles)",
-            "/usr/sbin/automount", "-f", "-C", "-t", String(timeout), "-n", "1", "-p", root + "/automount.pid", master,
+            "/usr/sbin/automount", "-f", "-C", "-v", "-t", String(timeout), "-n", "1", "-p", root + "/automount.pid", master,
         ], stdout: root + "/automount.out", stderr: errorLog)
         let up = await eventually(timeout: .seconds(20)) { self.mounted(at: self.mountRoot) == "autofs" }
         try #require(up, "automount did not mount \(mountRoot) within 20 s: \(log)")
@@ -72,6 +78,7 @@ final class PrivateAutomount {
         MountTable.current().entry(at: path)?.filesystemType
     }
 
+    /// What automount logged (`-f`: to stderr; `-v`: each mount and failure too).
     var log: String {
         (try? String(contentsOfFile: errorLog, encoding: .utf8)) ?? "(no log)"
     }
@@ -92,6 +99,8 @@ final class PrivateAutomount {
         for target in leftovers.sorted(by: { $0.count > $1.count }) { _ = umount2(target, Int32(MNT_DETACH)) }
         for pid in daemons { kill(pid, SIGTERM) }
         unlink(helper)
+        // An automounter that had to be killed leaves its FIFO (named after the mount path).
+        unlink("/var/run/autofs.fifo" + mountRoot.replacingOccurrences(of: "/", with: "-"))
     }
 
     deinit {
