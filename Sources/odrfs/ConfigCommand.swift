@@ -11,7 +11,6 @@ struct ConfigCommand: ParsableCommand {
         discussion: """
             A bundle NAME is configured by /etc/odrfs/bundles.d/NAME.conf (ODRFS_BUNDLES_DIR \
             names another folder), one 'key = value' per line, '#' starts a comment:
-
               origin = https://cdn.example.com/travel     (required: http(s) URL, absolute path or file:// URL)
               mirrors = URL[,token-file=F] ...            (up to 15, separated by spaces)
               token-file = /etc/odrfs/travel.token         ca-file = /etc/odrfs/ca.pem

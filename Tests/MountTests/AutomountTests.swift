@@ -66,6 +66,8 @@ struct AutomountTests {
         let daemon = fixture.daemonPID(travel)
         if let daemon { daemons.append(daemon) }
         #expect(daemon != nil, "no daemon PID for \(travel)")
+        // Once ready the daemon has left the automounter's process group for a session of its own.
+        if let daemon { #expect(getsid(daemon) == daemon, "the daemon \(daemon) is in session \(getsid(daemon))") }
 
         // Unused for the idle timeout (3 s): autofs unmounts it, and the daemon exits.
         let unmounted = await eventually(timeout: .seconds(30)) { automount.mounted(at: travel) == nil }
