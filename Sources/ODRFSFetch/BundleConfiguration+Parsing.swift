@@ -52,6 +52,11 @@ extension BundleConfiguration {
                 throw BundleConfigurationError(line: number, "\(key.rawValue) is already set on line \(earlier.line)")
             }
             guard !value.isEmpty else { throw BundleConfigurationError(line: number, "\(key.rawValue) has no value") }
+            // A tab separates the entries of a list; inside one value it is a control
+            // character that URLComponents lets through (the bundleconf fuzz target found it).
+            guard key == .mirrors || key == .trustKey || !value.contains("\t") else {
+                throw BundleConfigurationError(line: number, "\(key.rawValue) contains a tab")
+            }
             values[key] = (number, String(value))
         }
         guard let origin = values[.origin] else {

@@ -92,6 +92,15 @@ import TestSupport
         #expect(refusal("origin = /" + String(repeating: "p", count: 4095))?.line == 1)
     }
 
+    // Found by the bundleconf fuzz target: URLComponents accepts a tab inside an origin
+    // URL, and a tab is a control character no mount argument should carry.
+    @Test func aTabInsideAValueIsRefused() throws {
+        #expect(refusal("origin = https://cdtrust-keyog-leveletps://cdtrust-keyog-levetam\traole.com/t?k=v")?.description
+            == "line 1: origin contains a tab")
+        #expect(refusal("origin = /d\ncache = /var/cache/a\tb")?.description == "line 2: cache contains a tab")
+        #expect(try parse("origin = /d\ntrust-key = /k1\t/k2").trustKeys == ["/k1", "/k2"])
+    }
+
     @Test func bundleNamesBuildNoPathOutsideTheFolder() {
         for good in ["travel", "travel-guide", "a", "Game_2.v3", String(repeating: "n", count: 64)] {
             #expect(BundleName(good)?.rawValue == good, "\(good)")
