@@ -158,6 +158,23 @@ timeout 60 "${in_root[@]}" mount -t odrfs "$url" /mnt/travel || fail "mount -t o
 timeout 60 "${in_root[@]}" cat /mnt/travel/Italy/Rome.txt | cmp - Examples/travel-guide/Italy/Rome.txt \
     || fail "Rome.txt through mount -t odrfs"
 timeout 60 "${in_root[@]}" odrfs unmount /mnt/travel || fail "odrfs unmount after mount -t odrfs"
+
+say "\$ odrfs config check travel; mount -t odrfs travel /mnt/travel   # a bundle configured in /etc/odrfs/bundles.d"
+for path in /usr/libexec/odrfs/auto.odrfs /etc/auto.master.d/odrfs.autofs /etc/odrfs/bundles.d; do
+    grep -qx "$path" "$work/files.txt" || fail "the package has no $path"
+done
+[[ -x "$root/usr/libexec/odrfs/auto.odrfs" ]] || fail "auto.odrfs is not executable"
+grep -q '^/odr program:/usr/libexec/odrfs/auto.odrfs' "$root/etc/auto.master.d/odrfs.autofs" || fail "odrfs.autofs has no /odr entry"
+printf 'origin = %s\n' "$url" >"$root/etc/odrfs/bundles.d/travel.conf"
+timeout 60 "${in_root[@]}" odrfs config check travel || fail "odrfs config check travel"
+[[ "$("${in_root[@]}" /usr/libexec/odrfs/auto.odrfs travel)" == "-fstype=odrfs,allow_other :travel" ]] \
+    || fail "auto.odrfs travel does not give the map entry"
+timeout 60 "${in_root[@]}" mount -t odrfs travel /mnt/travel || fail "mount -t odrfs travel"
+timeout 60 "${in_root[@]}" cat /mnt/travel/Italy/Rome.txt | cmp - Examples/travel-guide/Italy/Rome.txt \
+    || fail "Rome.txt through mount -t odrfs travel"
+timeout 60 "${in_root[@]}" odrfs unmount /mnt/travel || fail "odrfs unmount after mount -t odrfs travel"
+# The administrator's file, not the package's: purge leaves it (and so its folder) alone.
+rm "$root/etc/odrfs/bundles.d/travel.conf"
 kill "$serve_pid"; wait "$serve_pid" 2>/dev/null || true; serve_pid=""
 umount "$root/dev/fuse" "$root/proc"
 

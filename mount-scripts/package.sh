@@ -67,6 +67,13 @@ install -d "$root/lib/systemd/system"
 sed 's#/usr/local/bin/odrfs#/usr/bin/odrfs#g' mount-scripts/odrfs@.service >"$root/lib/systemd/system/odrfs@.service"
 chmod 644 "$root/lib/systemd/system/odrfs@.service"
 
+# Bundles on first access: the autofs program map and its master-map entry (/odr), the
+# folder of bundle configurations and an example of one.
+install -Dm755 mount-scripts/auto.odrfs "$root/usr/libexec/odrfs/auto.odrfs"
+install -Dm644 mount-scripts/odrfs.autofs "$root/etc/auto.master.d/odrfs.autofs"
+install -d "$root/etc/odrfs/bundles.d"
+install -Dm644 mount-scripts/bundle.conf.example "$root/usr/share/doc/odrfs/examples/bundle.conf"
+
 install -d "$root/usr/share/man/man1"
 gzip -9n <docs/odrfs.1 >"$root/usr/share/man/man1/odrfs.1.gz"
 
@@ -100,6 +107,8 @@ depends="$shlibs, fuse3"
 rm -rf "$work/debian"
 
 installed_size=$(du -sk --exclude=DEBIAN "$root" | cut -f1)
+# Every file under /etc is the administrator's once installed.
+(cd "$root" && find etc -type f -printf '/%p\n' | sort) >"$root/DEBIAN/conffiles"
 cat >"$root/DEBIAN/control" <<EOF
 Package: odrfs
 Version: $version
@@ -107,6 +116,7 @@ Architecture: $arch
 Maintainer: $maintainer
 Installed-Size: $installed_size
 Depends: $depends
+Recommends: autofs
 Section: utils
 Priority: optional
 Description: on-demand resources for Linux as a FUSE filesystem
@@ -115,8 +125,10 @@ Description: on-demand resources for Linux as a FUSE filesystem
  (SHA-256) and kept in a local cache; ls and stat never download anything.
  .
  This package holds the odrfs command (build, serve, mount, status, request,
- update, unmount, ...), the mount helper mount.odrfs for /etc/fstab and the
- systemd template unit odrfs@.service.
+ update, unmount, config, ...), the mount helper mount.odrfs for /etc/fstab,
+ the systemd template unit odrfs@.service, and an autofs map that mounts the
+ bundle configured in /etc/odrfs/bundles.d/NAME.conf at /odr/NAME on first
+ access.
 EOF
 (cd "$root" && find . -type f ! -path './DEBIAN/*' -printf '%P\0' | sort -z | xargs -0 md5sum) >"$root/DEBIAN/md5sums"
 

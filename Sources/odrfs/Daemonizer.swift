@@ -7,9 +7,16 @@ import ODRFSStore
 ///
 /// A Swift process must not `fork()` once threads exist (the runtime, Dispatch and
 /// libfuse all start them), so the daemon is a fresh copy of this executable started
-/// with `posix_spawn` in a new session (`setsid`), running `mount --foreground`. It
-/// reports "ready" or "error: …" on an inherited pipe; this process exits 0 or prints
-/// the error and exits 1. If the daemon dies without a word, its log is pointed to.
+/// with `posix_spawn`, running `mount --foreground`. It reports "ready" or "error: …" on an
+/// inherited pipe; this process exits 0 or prints the error and exits 1. If the daemon
+/// dies without a word, its log is pointed to.
+///
+/// The daemon starts in this process's process group and leaves it for a session of its
+/// own (`setsid`, detaching it from the terminal) only once the mount is ready: under
+/// autofs, this process group is the automounter's, and the kernel makes every other
+/// process that touches `/odr/NAME` wait until the automounter's mount is done, which
+/// waits for this daemon. (FUSE filesystems that autofs mounts, cvmfs2 and sshfs, mount
+/// first and daemonize after for the same reason.)
 enum Daemonizer {
     static func startDaemon(configuration: MountConfiguration, logLevel: String) throws {
         let cacheDirectory = configuration.resolvedCacheDirectory
@@ -125,9 +132,8 @@ enum Daemonizer {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
-        // A new session detaches the daemon from the terminal; default signal
-        // dispositions undo any SIG_IGN inherited from a script (libfuse only
-        // installs its handlers over SIG_DFL).
+        // Default signal dispositions undo any SIG_IGN inherited from a script (libfuse
+        // only installs its handlers over SIG_DFL). No new session yet: see above.
         var defaults = sigset_t()
         sigemptyset(&defaults)
         for signal in [SIGINT, SIGTERM, SIGHUP, SIGPIPE] { sigaddset(&defaults, signal) }
@@ -135,9 +141,7 @@ enum Daemonizer {
         var mask = sigset_t()
         sigemptyset(&mask)
         posix_spawnattr_setsigmask(&attributes, &mask)
-        // POSIX_SPAWN_SETSID (0x80, glibc 2.26+) is hidden behind _GNU_SOURCE in the imported headers.
-        let spawnSetSID: Int32 = 0x80
-        posix_spawnattr_setflags(&attributes, Int16(spawnSetSID | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
 
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]

@@ -237,7 +237,11 @@ struct MountCommand: AsyncParsableCommand {
         defer { endpoint?.cancel() }
         let ready = await daemon.run { result in
             switch result {
-            case .success: readiness.succeed()
+            case .success:
+                readiness.succeed()
+                // A spawned daemon leaves the caller's process group (the automounter's,
+                // under autofs) only now that its mount is ready: see Daemonizer.
+                if readyFd != nil { _ = setsid() }
             case .failure(let error):
                 logger.error("mount failed", metadata: ["error": "\(error)"])
                 readiness.fail("\(error)")

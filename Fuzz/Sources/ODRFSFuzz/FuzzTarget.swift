@@ -33,6 +33,8 @@ enum FuzzTarget: String, CaseIterable, Sendable {
     case options
     /// An origin or mirror URL, and a file URL built inside it from a manifest's path.
     case originurl
+    /// A bundle's configuration file (`/etc/odrfs/bundles.d/NAME.conf`) and a bundle NAME.
+    case bundleconf
     /// A request target sent to `odrfs serve`, checked before any file is looked up.
     case requestpath
 
@@ -63,6 +65,7 @@ enum FuzzTarget: String, CaseIterable, Sendable {
         case .options: OptionsTarget.run(String(decoding: bytes, as: UTF8.self))
         case .originurl: OriginURLTarget.run(String(decoding: bytes, as: UTF8.self))
         case .requestpath: RequestPathTarget.run(String(decoding: bytes, as: UTF8.self))
+        case .bundleconf: BundleConfTarget.run(bytes)
         }
     }
 }
