@@ -15,6 +15,11 @@ struct OriginAddress: Sendable {
     let query: String?
 
     init(_ argument: String) throws(FetchError) {
+        // URLComponents accepts some control characters (a tab in the path, found by the
+        // `bundleconf` fuzz target); no URL sent on the wire may hold one, nor a space.
+        guard !argument.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F }) else {
+            throw FetchError(.invalidOrigin, "the URL \(Self.redacted(argument).debugDescription) contains a space or a control character")
+        }
         guard let components = URLComponents(string: argument),
               let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
               let host = components.host, !host.isEmpty

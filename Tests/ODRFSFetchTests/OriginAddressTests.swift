@@ -43,6 +43,14 @@ import TestSupport
         #expect(try OriginAddress("http://h:65535/").port == 65535)
     }
 
+    // URLComponents accepts a tab in the path (the `bundleconf` fuzz target found it through
+    // a bundle configuration); no origin, mirror or redirect URL may carry one.
+    @Test func spacesAndControlCharactersAreRefused() {
+        for bad in ["http://h/a\tb", "http://h/\t", "http://h/a b", "http://h/a\u{7F}", "http://h/\r\nX: y", "http://h/a\u{0}"] {
+            #expect(throws: FetchError.self, "\(bad.debugDescription)") { try OriginAddress(bad) }
+        }
+    }
+
     @Test func credentialsInTheURLAreRefusedWithoutEchoingThem() {
         let error = #expect(throws: FetchError.self) { try OriginAddress("https://alice:hunter2@host/dist") }
         #expect(error?.kind == .invalidOrigin)
