@@ -105,23 +105,26 @@ let package = Package(
             ]
         ),
         // The local pack cache: verified pack files, atomic publication, the SQLite index, eviction policy.
+        // It is the acquisition pipeline's sink (ODRFSFetch's DownloadSink); the fetcher knows nothing of it.
         .target(
             name: "ODRFSStore",
             dependencies: [
                 "ODRFSCore",
+                "ODRFSFetch",
+                "ODRFSRuntime",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // Origins (file and http(s)) and verified pack downloads.
+        // Origins (file and http(s)), one retry policy, and the acquisition pipeline writing
+        // verified bytes into a sink (DownloadSink) that it knows nothing else of.
         .target(
             name: "ODRFSFetch",
             dependencies: [
                 "ODRFSCore",
                 "ODRFSCompression",
                 "ODRFSRuntime",
-                "ODRFSStore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

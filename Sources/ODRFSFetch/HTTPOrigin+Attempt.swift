@@ -6,11 +6,12 @@ import ODRFSCore
 
 extension HTTPOrigin {
     /// One HTTP request of a fetch: resumes from `transfer.delivered`, streams the new bytes
-    /// to `consume` and records progress in `transfer`, even when it then fails.
+    /// to `consume` and records them in `transfer` and `progress`, even when it then fails.
     func attempt(
         _ path: String,
         expectedBytes: ByteCount,
         transfer: inout TransferState,
+        progress: inout ProgressMark,
         consume: (ByteBuffer) async throws(FetchError) -> Void
     ) async throws(AttemptFailure) {
         let shown = address.displayURL(for: path)
@@ -18,7 +19,7 @@ extension HTTPOrigin {
             logger.info("resuming download", metadata: ["fetch.url": "\(shown)", "fetch.offset": "\(transfer.delivered)",
                                                         "fetch.range": "\(transfer.rangeUsable)"])
         }
-        let remaining = transfer.lastProgress + fetchDeadline - ContinuousClock.now
+        let remaining = progress.instant + fetchDeadline - ContinuousClock.now
         let deadline = NIODeadline.now() + TimeAmount(max(remaining, .milliseconds(100)))
         let response = try await execute(address.url(for: path), headers: transfer.requestHeaders,
                                           deadline: deadline, shown: shown)
@@ -35,7 +36,7 @@ extension HTTPOrigin {
             for try await var chunk in response.body {
                 // Checked as bytes arrive, not only when an attempt fails: a server that sends
                 // a byte every few seconds never trips the read timeout.
-                if transfer.hasLapsed(fetchDeadline) {
+                if progress.hasLapsed(fetchDeadline) {
                     throw AttemptFailure.transient("slower than \(lowSpeedLimit.value) bytes/s (--low-speed-limit) for \(fetchDeadline)")
                 }
                 received += Int64(chunk.readableBytes)
@@ -48,14 +49,14 @@ extension HTTPOrigin {
                 // Progress is new bytes only, at the low-speed limit: a server that ignores Range
                 // and stalls again in the part already received, or one that sends a trickle on
                 // every attempt, would otherwise keep the fetch alive for ever.
-                transfer.recordProgress(Int64(chunk.readableBytes))
+                progress.credit(Int64(chunk.readableBytes))
                 guard transfer.delivered + Int64(chunk.readableBytes) <= expectedBytes.value else {
                     throw AttemptFailure.fatal(FetchError(.corrupt, "\(shown) on the origin is larger than the \(expectedBytes.value) bytes expected"))
                 }
                 let count = Int64(chunk.readableBytes)
                 let handing = ContinuousClock.now
                 do throws(FetchError) { try await consume(chunk) } catch { throw AttemptFailure.fatal(error) }
-                transfer.excuse(ContinuousClock.now - handing)
+                progress.excuse(ContinuousClock.now - handing)
                 transfer.delivered += count
             }
         } catch let failure as AttemptFailure {

@@ -16,9 +16,9 @@ extension HTTPOrigin {
     ///   — the bytes are already on their way; otherwise the body is dropped and the
     ///   ranges fetched one request each. The origin remembers it
     ///   (``ignoresMultipleRanges``); later calls send one range request per range.
-    /// A failed attempt (the body broke off, 5xx) is retried, each time asking only for the
-    /// bytes not yet delivered, so `consume` never sees a byte twice: up to three times in a
-    /// row without a new byte, and while the fetch deadline has not passed since the last
+    /// A failed attempt (the body broke off, 5xx) is retried by the origin's ``RetryPolicy``,
+    /// each time asking only for the bytes not yet delivered, so `consume` never sees a byte
+    /// twice: up to three times in a row without a new byte, and while the fetch deadline has not passed since the last
     /// progress at the low-speed limit (``ProgressMark``: a server that sends a few bytes and
     /// resets on every attempt is no progress). A malformed body fails as `.corrupt`, never traps.
     public func download(
@@ -46,39 +46,31 @@ extension HTTPOrigin {
     private func downloadBatch(_ path: String, remaining: ByteRanges, fileBytes: ByteCount, into consume: RangeSink) async throws(FetchError) {
         let shown = address.displayURL(for: path)
         var remaining = remaining
-        var failuresInARow = 0
-        var progress = ProgressMark(lowSpeedLimit: lowSpeedLimit)
-        while !remaining.isEmpty {
-            if ignoresMultipleRanges.withLock({ $0 }) {
-                return try await downloadEachRange(path, ranges: remaining.ranges, fileBytes: fileBytes, into: consume)
-            }
-            let before = remaining.byteCount
-            do throws(AttemptFailure) {
+        // The origin's policy, with the multi-range rule: three failures in a row without a new byte.
+        var run = RetryRun(retry.limitingFailuresInARow(to: 3))
+        let (deadline, limit) = (retry.deadline, retry.lowSpeedLimit.value)
+        var fellBack = false
+        try await run.perform(fetching: shown, logger: logger, retrying: "multi-range fetch failed; retrying the rest") { (progress: inout ProgressMark) async throws(AttemptFailure) in
+            while !remaining.isEmpty {
+                if ignoresMultipleRanges.withLock({ $0 }) {
+                    fellBack = true
+                    return
+                }
                 try await multiRangeAttempt(path, fileBytes: fileBytes, shown: shown, remaining: &remaining,
                                             progress: &progress, consume: consume)
                 if ignoresMultipleRanges.withLock({ $0 }) { continue }
                 guard remaining.isEmpty else { throw AttemptFailure.transient("the response ended before every range arrived") }
-                return
-            } catch {
-                let reason: String
-                switch error {
-                case .fatal(let failure): throw failure
-                case .transient(let text, _), .unreachable(let text): reason = text
-                }
-                failuresInARow = remaining.byteCount < before ? 1 : failuresInARow + 1
-                guard failuresInARow < 3 else {
-                    throw FetchError(.unreachable, "cannot fetch \(remaining.ranges.count) range(s) of \(shown) after 3 attempts: \(reason)")
-                }
-                guard ContinuousClock.now < progress.instant + fetchDeadline else {
-                    throw FetchError(.unreachable, "cannot fetch \(remaining.ranges.count) range(s) of \(shown): no progress for \(fetchDeadline) (--fetch-timeout; a transfer slower than \(lowSpeedLimit.value) bytes/s, --low-speed-limit, is none); last error: \(reason)")
-                }
-                logger.notice("multi-range fetch failed; retrying the rest", metadata: [
-                    "fetch.url": "\(shown)", "fetch.ranges_left": "\(remaining.ranges.count)", "fetch.error": "\(reason)",
-                ])
-                do { try await Task.sleep(for: .milliseconds(200 * failuresInARow)) } catch {
-                    throw FetchError(.cancelled, "fetch of \(shown) was cancelled")
-                }
             }
+        } giveUp: { why, reason, attempts in
+            switch why {
+            case .tooManyFailures, .unreachable:
+                return FetchError(.unreachable, "cannot fetch \(remaining.ranges.count) range(s) of \(shown) after \(attempts) attempts: \(reason)")
+            case .retryAfterBeyondDeadline, .noProgress:
+                return FetchError(.unreachable, "cannot fetch \(remaining.ranges.count) range(s) of \(shown): no progress for \(deadline) (--fetch-timeout; a transfer slower than \(limit) bytes/s, --low-speed-limit, is none); last error: \(reason)")
+            }
+        }
+        if fellBack {
+            try await downloadEachRange(path, ranges: remaining.ranges, fileBytes: fileBytes, into: consume)
         }
     }
 

@@ -11,7 +11,8 @@ extension HTTPOrigin {
     /// Streams bytes `range` of the file at `path` (whose size the manifest says is
     /// `fileBytes`) to `consume`, in order, with one `Range: bytes=a-b` request. An origin
     /// that ignores the range and answers 200 is read up to the range and no further. A
-    /// failed attempt is retried (at most three in all, no resume within the range).
+    /// failed attempt is retried by the origin's ``RetryPolicy`` (at most three in all,
+    /// no resume within the range).
     /// Used by updates to fetch only the spans of a changed pack the cache lacks.
     public func download(
         _ path: String,
@@ -22,30 +23,33 @@ extension HTTPOrigin {
         try ByteRanges.check(range, fileBytes: fileBytes, path: path)
         guard !range.isEmpty else { return }
         let shown = address.displayURL(for: path)
-        var lastReason = ""
-        var progress = ProgressMark(lowSpeedLimit: lowSpeedLimit)
-        for attempt in 1...3 {
+        // The origin's policy, at most three attempts: a range is part of an update, which
+        // downloads the pack whole when its ranges fail.
+        var run = RetryRun(retry.limitingFailuresInARow(to: 3))
+        let (deadline, limit) = (retry.deadline, retry.lowSpeedLimit.value)
+        try await run.perform(fetching: shown, logger: logger, retrying: "range fetch failed; retrying") { (progress: inout ProgressMark) async throws(AttemptFailure) in
             var delivered: Int64 = 0
-            do {
+            do throws(AttemptFailure) {
                 try await rangeAttempt(path, range: range, fileBytes: fileBytes, shown: shown, delivered: &delivered,
                                        progress: &progress, consume: consume)
-                return
             } catch {
+                // Bytes already handed on cannot be taken back: only a clean failure is retried.
                 switch error {
-                case .fatal(let failure): throw failure
-                case .transient(let reason, _), .unreachable(let reason):
-                    // Bytes already handed on cannot be taken back: only a clean failure is retried.
-                    guard delivered == 0 else { throw FetchError(.unreachable, "range \(range) of \(shown) broke off: \(reason)") }
-                    lastReason = reason
-                    logger.notice("range fetch failed; retrying", metadata: ["fetch.url": "\(shown)", "fetch.attempt": "\(attempt)",
-                                                                             "fetch.error": "\(reason)"])
-                    do { try await Task.sleep(for: .milliseconds(200 * attempt)) } catch {
-                        throw FetchError(.cancelled, "fetch of \(shown) was cancelled")
-                    }
+                case .transient(let reason, _) where delivered > 0, .unreachable(let reason) where delivered > 0:
+                    throw .fatal(FetchError(.unreachable, "range \(range) of \(shown) broke off: \(reason)"))
+                default: throw error
                 }
             }
+        } giveUp: { why, reason, attempts in
+            switch why {
+            case .tooManyFailures, .unreachable:
+                return FetchError(.unreachable, "cannot fetch range \(range) of \(shown) after \(attempts) attempts: \(reason)")
+            case .retryAfterBeyondDeadline(let wait):
+                return FetchError(.unreachable, "cannot fetch range \(range) of \(shown): the origin answered \(reason) and asked to retry after \(wait), beyond the fetch timeout of \(deadline) (--fetch-timeout)")
+            case .noProgress:
+                return FetchError(.unreachable, "cannot fetch range \(range) of \(shown): no progress for \(deadline) (--fetch-timeout; a transfer slower than \(limit) bytes/s, --low-speed-limit, is none); last error: \(reason)")
+            }
         }
-        throw FetchError(.unreachable, "cannot fetch range \(range) of \(shown) after 3 attempts: \(lastReason)")
     }
 
     private func rangeAttempt(_ path: String, range: Range<Int64>, fileBytes: ByteCount, shown: String, delivered: inout Int64,

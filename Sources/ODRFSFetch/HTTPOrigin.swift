@@ -16,8 +16,8 @@ import Synchronization
 ///   the new bytes. A server that answers 200 instead (no range support, or the file
 ///   changed) has the bytes already delivered skipped, so `consume` never sees a byte twice;
 ///   if the file did change, the caller's verification rejects the result.
-/// - Transient failures (refused, reset, timeouts, 5xx, short bodies) are retried with
-///   exponential backoff and jitter until `fetchDeadline` passes without progress (new bytes
+/// - Transient failures (refused, reset, timeouts, 5xx, short bodies) are retried by the
+///   origin's ``RetryPolicy`` (shared by every transfer below): exponential backoff and jitter until `fetchDeadline` passes without progress (new bytes
 ///   at `lowSpeedLimit` or faster, across attempts: a trickle is no progress); then
 ///   the fetch fails with `.unreachable`, naming the URL, the attempts and the last error.
 ///   404/410 fail at once with `.notFound`, 401/403 with `.unauthorized`, a file larger
@@ -47,14 +47,12 @@ public final class HTTPOrigin: ResumableOrigin {
     let forwardProxy: ForwardProxyClient?
     /// "Bearer <token>": never logged.
     let authorization: String?
-    let fetchDeadline: Duration
-    /// Below this many bytes per second a transfer is no progress (``OriginOptions/lowSpeedLimit``).
-    let lowSpeedLimit: ByteCount
-    let backoff: RetryBackoff
+    /// How every transfer of this origin retries: backoff, `--fetch-timeout` without
+    /// progress at `--low-speed-limit`, Retry-After, the short budget when nobody is there.
+    let retry: RetryPolicy
     let logger: Logger
     /// Reachability, round-trip time and errors of this server, for status and probes.
     public let healthRecord: OriginHealth
-    let unreachableAfter: Duration
     private let isShutDown = Mutex(false)
     /// Set once the server answered a multi-range request with the whole file: it does not
     /// do them, so later multi-range downloads send one range request per range instead.
@@ -87,12 +85,9 @@ public final class HTTPOrigin: ResumableOrigin {
         // Before the client: an HTTPClient dropped without a shutdown traps.
         self.forwardProxy = try Self.forwardProxy(for: address, options: options, connectTimeout: connectTimeout, readTimeout: readTimeout)
         self.client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
-        self.fetchDeadline = options.fetchDeadline
-        self.lowSpeedLimit = options.lowSpeedLimit
-        self.backoff = RetryBackoff()
+        self.retry = RetryPolicy(options)
         self.logger = logger
         self.healthRecord = OriginHealth(url: address.displayName)
-        self.unreachableAfter = options.unreachableAfter
     }
 
     deinit {
@@ -125,78 +120,34 @@ public final class HTTPOrigin: ResumableOrigin {
         into consume: (ByteBuffer) async throws(FetchError) -> Void
     ) async throws(FetchError) {
         let shown = address.displayURL(for: path)
-        var transfer = TransferState(lowSpeedLimit: lowSpeedLimit)
+        var transfer = TransferState()
         transfer.delivered = max(0, min(offset, expectedBytes.value))
-        var attempts = 0
-        var failuresInARow = 0
-        var random = SystemRandomNumberGenerator()
-        // When the current run of "nobody there" failures began; nil after any answer.
-        var unreachableSince: ContinuousClock.Instant?
-        while true {
-            attempts += 1
-            let before = transfer.delivered
-            let started = ContinuousClock.now
-            do {
-                try await attempt(path, expectedBytes: expectedBytes, transfer: &transfer, consume: consume)
-                return
+        var run = RetryRun(retry)
+        let (deadline, limit) = (retry.deadline, retry.lowSpeedLimit.value)
+        try await run.perform(fetching: shown, logger: logger) { (progress: inout ProgressMark) async throws(AttemptFailure) in
+            do throws(AttemptFailure) {
+                try await attempt(path, expectedBytes: expectedBytes, transfer: &transfer, progress: &progress, consume: consume)
             } catch {
-                let reason: String
-                let retryAfter: Duration?
                 switch error {
-                case .fatal(let failure): throw failure
-                case .transient(let text, let wait):
-                    (reason, retryAfter) = (text, wait)
-                    unreachableSince = nil
-                    healthRecord.recordError(text)
-                case .unreachable(let text):
-                    (reason, retryAfter) = (text, nil)
-                    unreachableSince = unreachableSince ?? started
-                    healthRecord.recordUnreachable(text)
+                case .fatal: break
+                case .transient(let text, _): healthRecord.recordError(text)
+                case .unreachable(let text): healthRecord.recordUnreachable(text)
                 }
-                // A download that moved forward starts its backoff afresh.
-                failuresInARow = transfer.delivered > before ? 1 : failuresInARow + 1
-                var delay = max(backoff.delay(afterFailure: failuresInARow, using: &random), retryAfter ?? .zero)
-                let now = ContinuousClock.now
-                if let since = unreachableSince {
-                    // Nobody there: retry only within the short budget, the last try at its end.
-                    guard now < since + unreachableAfter else {
-                        // Logged once by whoever wanted the file (the open, the mount); retries were debug.
-                        throw FetchError(.unreachable, "cannot reach the origin for \(shown): \(reason) (\(attempts) attempt(s) in \(Self.seconds(now - since)))")
-                    }
-                    delay = min(delay, since + unreachableAfter - now)
-                }
-                let deadline = transfer.lastProgress + fetchDeadline
-                if now + delay >= deadline {
-                    if let retryAfter, retryAfter == delay {
-                        logger.error("fetch failed", metadata: ["fetch.url": "\(shown)", "fetch.attempts": "\(attempts)",
-                                                               "fetch.error": "\(reason)"])
-                        throw FetchError(.unreachable, "cannot fetch \(shown): the origin answered \(reason) and asked to retry after \(retryAfter), beyond the fetch timeout of \(fetchDeadline) (--fetch-timeout) after \(attempts) attempt(s)")
-                    }
-                    // The deadline has not passed yet: one last try at it (the whole timeout is used).
-                    guard now + .milliseconds(50) < deadline else {
-                        logger.error("fetch failed", metadata: ["fetch.url": "\(shown)", "fetch.attempts": "\(attempts)",
-                                                               "fetch.error": "\(reason)"])
-                        throw FetchError(.unreachable, "cannot fetch \(shown): no progress for \(fetchDeadline) (--fetch-timeout; a transfer slower than \(lowSpeedLimit.value) bytes/s, --low-speed-limit, is none) after \(attempts) attempt(s), \(transfer.delivered) bytes received; last error: \(reason)")
-                    }
-                    delay = deadline - now
-                }
-                logger.log(level: unreachableSince == nil ? .notice : .debug, "fetch attempt failed; retrying", metadata: [
-                    "fetch.url": "\(shown)", "fetch.attempt": "\(attempts)", "fetch.error": "\(reason)",
-                    "fetch.offset": "\(transfer.delivered)", "fetch.retry_in": "\(delay)",
-                ])
-                do {
-                    try await Task.sleep(for: delay)
-                } catch {
-                    throw FetchError(.cancelled, "fetch of \(shown) was cancelled")
-                }
+                throw error
+            }
+        } giveUp: { why, reason, attempts in
+            switch why {
+            case .unreachable(let lasted):
+                // Logged once by whoever wanted the file (the open, the mount); retries were debug.
+                return FetchError(.unreachable, "cannot reach the origin for \(shown): \(reason) (\(attempts) attempt(s) in \(RetryPolicy.seconds(lasted)))")
+            case .retryAfterBeyondDeadline(let retryAfter):
+                logger.error("fetch failed", metadata: ["fetch.url": "\(shown)", "fetch.attempts": "\(attempts)", "fetch.error": "\(reason)"])
+                return FetchError(.unreachable, "cannot fetch \(shown): the origin answered \(reason) and asked to retry after \(retryAfter), beyond the fetch timeout of \(deadline) (--fetch-timeout) after \(attempts) attempt(s)")
+            case .noProgress, .tooManyFailures:
+                logger.error("fetch failed", metadata: ["fetch.url": "\(shown)", "fetch.attempts": "\(attempts)", "fetch.error": "\(reason)"])
+                return FetchError(.unreachable, "cannot fetch \(shown): no progress for \(deadline) (--fetch-timeout; a transfer slower than \(limit) bytes/s, --low-speed-limit, is none) after \(attempts) attempt(s), \(transfer.delivered) bytes received; last error: \(reason)")
             }
         }
-    }
-
-    /// "1.2 s": durations in messages, without Duration's attosecond digits.
-    static func seconds(_ duration: Duration) -> String {
-        let milliseconds = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
-        return String(format: "%.1f s", Double(milliseconds) / 1000)
     }
 
     /// The first line of the token file, trimmed; the message never includes the contents.
@@ -233,4 +184,11 @@ public final class HTTPOrigin: ResumableOrigin {
         }
         return tls
     }
+}
+
+extension HTTPOrigin {
+    /// `--fetch-timeout`: how long a transfer may go without progress.
+    var fetchDeadline: Duration { retry.deadline }
+    /// Below this many bytes per second a transfer is no progress (`--low-speed-limit`).
+    var lowSpeedLimit: ByteCount { retry.lowSpeedLimit }
 }

@@ -43,17 +43,21 @@ extension MirrorSet {
     /// the rules of ``download(_:from:expectedBytes:into:)``: a failure of the server moves
     /// on (recorded in its health), a failure of the consumer (`operation` sets its flag)
     /// ends the fetch and, if bad bytes, distrusts the server for `path`; while no server
-    /// can be reached at all, the set goes round again for `unreachableAfter`.
+    /// can be reached at all, the set goes round again for `unreachableAfter` (``RetryRun``).
     func withFailover<Result>(
         _ path: String,
         _ operation: (any Origin, inout Bool) async throws(FetchError) -> Result
     ) async throws(FetchError) -> Result {
-        let started = ContinuousClock.now
         var lastError: FetchError?
-        while true {
+        var servers = 0
+        // The fetcher's retry policy, for going round again while nobody answers: backoff
+        // within the set's unreachable budget, cancellation honoured.
+        var run = RetryRun(RetryPolicy(unreachableAfter: unreachableAfter))
+        return try await run.perform(fetching: path, logger: logger, retrying: "no server of the set answers; going round again") { (_: inout ProgressMark) async throws(AttemptFailure) -> Result in
             let (order, lastResort) = candidates(for: path)
+            servers = order.count
             guard !order.isEmpty else {
-                throw lastError ?? FetchError(.corrupt, "every server sent bad bytes for \(path)")
+                throw .fatal(lastError ?? FetchError(.corrupt, "every server sent bad bytes for \(path)"))
             }
             if lastResort, let last = order.last, lastError == nil {
                 logger.notice("no trusted server answers for this file; trying the last one again that sent bad bytes", metadata: [
@@ -72,10 +76,10 @@ extension MirrorSet {
                 } catch {
                     if consumerFailed {
                         if error.kind == .corrupt { distrust(index, for: path, member: member, error: error) }
-                        throw error
+                        throw .fatal(error)
                     }
                     switch error.kind {
-                    case .cancelled, .localIO, .noSpace, .tooManyOpenFiles, .invalidOrigin, .unsupported: throw error
+                    case .cancelled, .localIO, .noSpace, .tooManyOpenFiles, .invalidOrigin, .unsupported: throw .fatal(error)
                     case .unreachable, .notFound, .unauthorized, .corrupt: break
                     }
                     if member.record.snapshot.isReachable != false {
@@ -93,12 +97,14 @@ extension MirrorSet {
                 }
             }
             let failure = lastError ?? FetchError(.unreachable, "no server for \(path)")
-            guard everyServerDown, ContinuousClock.now - started < unreachableAfter else {
-                throw FetchError(failure.kind, order.count > 1 ? "all \(order.count) servers failed; last: \(failure.message)" : failure.message)
-            }
-            do { try await Task.sleep(for: .milliseconds(250)) } catch {
-                throw FetchError(.cancelled, "fetch of \(path) was cancelled")
-            }
+            guard everyServerDown else { throw .fatal(Self.allFailed(failure, servers: order.count)) }
+            throw .unreachable(failure.message)
+        } giveUp: { _, _, _ in
+            Self.allFailed(lastError ?? FetchError(.unreachable, "no server for \(path)"), servers: servers)
         }
+    }
+
+    private static func allFailed(_ failure: FetchError, servers: Int) -> FetchError {
+        FetchError(failure.kind, servers > 1 ? "all \(servers) servers failed; last: \(failure.message)" : failure.message)
     }
 }

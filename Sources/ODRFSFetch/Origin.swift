@@ -6,7 +6,7 @@ import ODRFSCore
 /// Where a bundle's dist dir lives: a local directory or an HTTP(S) server.
 ///
 /// An origin only moves bytes. Verification, retries and single-flight live above
-/// it (in `PackDownloader` and the resource manager), so every origin gets them.
+/// it (in `PackPipeline` and the resource manager), so every origin gets them.
 /// Paths are relative to the dist dir and already validated by `Manifest.decode`.
 public protocol Origin: Sendable {
     /// A description for messages and logs; never contains credentials.

@@ -12,6 +12,8 @@ public struct ProgressMark: Sendable {
     public private(set) var instant: ContinuousClock.Instant
     /// Bytes per second below which arriving bytes do not keep the fetch alive; 0: any byte does.
     public let lowSpeedLimit: Int64
+    /// Every byte credited so far, however slowly it came: whether an attempt moved forward.
+    public private(set) var credited: Int64 = 0
 
     public init(lowSpeedLimit: ByteCount, now: ContinuousClock.Instant = .now) {
         self.instant = now
@@ -33,6 +35,7 @@ public struct ProgressMark: Sendable {
     /// Credits `count` new bytes that arrived `now`.
     public mutating func credit(_ count: Int64, now: ContinuousClock.Instant = .now) {
         guard count > 0 else { return }
+        credited = credited.addingReportingOverflow(count).partialValue
         guard lowSpeedLimit > 0 else {
             instant = max(instant, now)
             return

@@ -13,31 +13,6 @@ struct TransferState {
     /// False once the origin answered a range request with other bytes: later attempts ask
     /// for the whole file and skip what was delivered.
     var rangeUsable = true
-    /// Progress across attempts, at the low-speed limit: the deadline counts from its mark.
-    private var progress: ProgressMark
-
-    init(lowSpeedLimit: ByteCount = .zero) {
-        self.progress = ProgressMark(lowSpeedLimit: lowSpeedLimit)
-    }
-
-    /// The instant the fetch deadline counts from (``ProgressMark/instant``).
-    var lastProgress: ContinuousClock.Instant { progress.instant }
-
-    /// Credits `count` new bytes that arrived `now`.
-    mutating func recordProgress(_ count: Int64, now: ContinuousClock.Instant = .now) {
-        progress.credit(count, now: now)
-    }
-
-    /// Time spent handing bytes on does not count against the server (``ProgressMark/excuse(_:now:)``).
-    mutating func excuse(_ duration: Duration) {
-        progress.excuse(duration)
-    }
-
-    /// Whether `deadline` has passed without progress at the low-speed limit.
-    func hasLapsed(_ deadline: Duration) -> Bool {
-        progress.hasLapsed(deadline)
-    }
-
     /// How to read a response body.
     struct BodyPlan {
         /// Leading bytes of the body that `consume` already has.

@@ -13,28 +13,28 @@ import TestSupport
 struct LowSpeedLimitTests {
     @Test func bytesAtTheLimitKeepTheDeadlineAtThePresent() {
         let start = ContinuousClock.now
-        var transfer = TransferState(lowSpeedLimit: .kibibytes(1))
-        let began = transfer.lastProgress
+        var transfer = ProgressMark(lowSpeedLimit: .kibibytes(1))
+        let began = transfer.instant
         // 1 KiB a second for ten seconds: never behind.
         for second in 1...10 {
-            transfer.recordProgress(1024, now: start + .seconds(second))
-            #expect(transfer.lastProgress == min(start + .seconds(second), began + .seconds(second)))
+            transfer.credit(1024, now: start + .seconds(second))
+            #expect(transfer.instant == min(start + .seconds(second), began + .seconds(second)))
         }
         // A trickle: 100 bytes in each of the next 30 seconds moves the mark by 100/1024 s each.
-        let mark = transfer.lastProgress
-        for second in 11...40 { transfer.recordProgress(100, now: start + .seconds(second)) }
-        let moved = transfer.lastProgress - mark
+        let mark = transfer.instant
+        for second in 11...40 { transfer.credit(100, now: start + .seconds(second)) }
+        let moved = transfer.instant - mark
         #expect(moved > .milliseconds(2900) && moved < .milliseconds(3000), "\(moved)")
         // A fast burst catches up at once, but never past now.
-        transfer.recordProgress(10_000_000, now: start + .seconds(41))
-        #expect(transfer.lastProgress == start + .seconds(41))
+        transfer.credit(10_000_000, now: start + .seconds(41))
+        #expect(transfer.instant == start + .seconds(41))
         // Absurd counts do not trap.
-        transfer.recordProgress(.max, now: start + .seconds(42))
-        #expect(transfer.lastProgress == start + .seconds(42))
+        transfer.credit(.max, now: start + .seconds(42))
+        #expect(transfer.instant == start + .seconds(42))
         // Limit 0: every byte is progress.
-        var unlimited = TransferState(lowSpeedLimit: .zero)
-        unlimited.recordProgress(1, now: start + .seconds(50))
-        #expect(unlimited.lastProgress == start + .seconds(50))
+        var unlimited = ProgressMark(lowSpeedLimit: .zero)
+        unlimited.credit(1, now: start + .seconds(50))
+        #expect(unlimited.instant == start + .seconds(50))
     }
 
     /// 100 new bytes per attempt, then silence, on every attempt: the fetch fails after

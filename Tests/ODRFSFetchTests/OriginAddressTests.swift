@@ -73,7 +73,8 @@ import TestSupport
 
     @Test func backoffGrowsIsCappedAndJittered() {
         var random = SystemRandomNumberGenerator()
-        let backoff = RetryBackoff(initial: .milliseconds(100), maximum: .seconds(1))
+        var backoff = RetryPolicy()
+        (backoff.initialDelay, backoff.maximumDelay) = (.milliseconds(100), .seconds(1))
         for failures in 1...10 {
             let delay = backoff.delay(afterFailure: failures, using: &random)
             let ceiling = min(Duration.milliseconds(100) * (1 << (failures - 1)), .seconds(1))

@@ -1,5 +1,6 @@
 import ODRFSCore
 import ODRFSFetch
+import ODRFSStore
 
 extension DownloadCoordinator {
     /// Records download progress and releases the progressive waiters whose bytes are

@@ -7,10 +7,12 @@ import ODRFSStore
 
 /// Builds a changed pack of a new revision in the cache from what is already there plus
 /// the missing spans (see ``PackAssemblyPlan``), verifies it against the new manifest's
-/// chunk hashes and publishes it like any download: never an unverified byte.
+/// chunk hashes and publishes it like any download — it is the third source of the
+/// acquisition pipeline (``DeltaPackSource``): never an unverified byte.
 ///
 /// Any failure — a source pack gone, a range the origin will not serve, a chunk that does
-/// not verify — discards the file and throws; the caller then downloads the pack whole.
+/// not verify — discards the file (the pipeline does) and throws; the caller then
+/// downloads the pack whole.
 struct DeltaPackAssembler {
     let origin: any Origin
     let store: PackStore
@@ -24,49 +26,20 @@ struct DeltaPackAssembler {
     /// Told the size of each piece of a span as it arrives (the update's progress watchdog).
     var received: @Sendable (Int) -> Void = { _ in }
 
-    /// Assembles, verifies and publishes `pack`. Returns the bytes fetched from the origin.
+    /// Assembles, verifies and publishes `pack` through the acquisition pipeline (a
+    /// ``DeltaPackSource`` into the cache). Returns the bytes fetched from the origin.
     @discardableResult
     func assemble(_ pack: PackDescriptor, plan: PackAssemblyPlan) async throws(FetchError) -> Int64 {
-        let (store, bytes) = (self.store, pack.bytes.value)
-        let file = try await io.run { () throws(FetchError) -> TemporaryFile in
-            let file: TemporaryFile
-            do throws(StoreError) {
-                file = try store.makeTemporaryFile(label: "update")
-            } catch {
-                throw FetchError(error.kind == .noSpace ? .noSpace : .localIO, "cache: \(error.message)")
-            }
-            guard ftruncate(file.descriptor, off_t(bytes)) == 0 else {
-                let code = errno
-                file.discard()
-                throw FetchError(code == ENOSPC ? .noSpace : .localIO, "cannot size \(file.path): \(String(cString: strerror(code)))")
-            }
-            return file
-        }
-        do throws(FetchError) {
-            let unverifiedBlocks = try await writeLocalBytes(plan, into: file)
-            // Only what the local bytes did not get right: remote spans inside chunks that fail.
-            let failing = try await failingChunks(pack, file: file)
-            let remote = PackAssemblyPlan.union(plan.remote, unverifiedBlocks)
-            let spans = PackAssemblyPlan.subtract(PackAssemblyPlan.subtract(failing, from: [0..<pack.bytes.value]), from: remote)
-            let fetched = try await fetchRemote(pack, spans: spans, into: file)
-            try await verify(pack, file: file)
-            _ = try await io.run { () throws(FetchError) -> CachedPack in
-                do throws(StoreError) { return try store.publish(file, as: pack, at: Date()) } catch {
-                    throw FetchError(.localIO, "cache: \(error.message)")
-                }
-            }
-            return fetched
-        } catch {
-            // close + unlink block: on the I/O executor, like every other call on the file.
-            await io.run { file.discard() }
-            throw error
-        }
+        var source = DeltaPackSource(assembler: self, pack: pack, plan: plan)
+        let pipeline = PackPipeline(origin: origin, sink: store, chunkSize: chunkSize, io: io, logger: logger)
+        _ = try await pipeline.run(&source, pack)
+        return source.fetched
     }
 
     /// The guesses first, then the spans known to be right (which may overwrite a guess),
     /// then the blocks that verify, then the rebuilt tar framing. Returns the blocks that
     /// did not verify, to be fetched.
-    private func writeLocalBytes(_ plan: PackAssemblyPlan, into file: TemporaryFile) async throws(FetchError) -> [Range<Int64>] {
+    func writeLocalBytes(_ plan: PackAssemblyPlan, into file: AssemblyFile) async throws(FetchError) -> [Range<Int64>] {
         let (index, mounted, store, logger) = (self.index, self.mounted, self.store, self.logger)
         return try await io.run { () throws(FetchError) -> [Range<Int64>] in
             let fd = file.descriptor
@@ -105,7 +78,7 @@ struct DeltaPackAssembler {
 
     /// The missing spans, coalesced, or for a compressed pack the verified chunks holding
     /// them (see ``PackSpanFetcher``); returns the bytes fetched.
-    private func fetchRemote(_ pack: PackDescriptor, spans: [Range<Int64>], into file: TemporaryFile) async throws(FetchError) -> Int64 {
+    func fetchRemote(_ pack: PackDescriptor, spans: [Range<Int64>], into file: AssemblyFile) async throws(FetchError) -> Int64 {
         let (io, fd, path, received) = (self.io, file.descriptor, file.path, self.received)
         return try await PackSpanFetcher(origin: origin).fetch(pack, chunkSize: chunkSize, spans: spans) { (offset: Int64, bytes: [UInt8]) async throws(FetchError) in
             try await io.run { () throws(FetchError) in try Self.write(bytes, to: fd, at: offset, path: path) }
@@ -114,7 +87,7 @@ struct DeltaPackAssembler {
     }
 
     /// The byte ranges of the chunks whose hash differs from the new manifest's.
-    private func failingChunks(_ pack: PackDescriptor, file: TemporaryFile) async throws(FetchError) -> [Range<Int64>] {
+    func failingChunks(_ pack: PackDescriptor, file: AssemblyFile) async throws(FetchError) -> [Range<Int64>] {
         let size = chunkSize.value
         return try await io.run { () throws(FetchError) -> [Range<Int64>] in
             guard size > 0, size <= 1 << 30 else { return [0..<pack.bytes.value] }
@@ -137,7 +110,7 @@ struct DeltaPackAssembler {
     }
 
     /// Reads the assembled file back through the chunk hashes of the new manifest.
-    private func verify(_ pack: PackDescriptor, file: TemporaryFile) async throws(FetchError) {
+    func verify(_ pack: PackDescriptor, file: AssemblyFile) async throws(FetchError) {
         let chunkSize = self.chunkSize
         try await io.run { () throws(FetchError) in
             var verifier = PackVerifier(expected: pack, chunkSize: chunkSize)
