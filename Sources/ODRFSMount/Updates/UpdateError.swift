@@ -4,7 +4,7 @@ import ODRFSFetch
 /// saying what, with its context (the origin, the revisions, the pack).
 ///
 /// The updater knows nothing of the control protocol: ``MountControlService`` maps these
-/// to `ControlError`, in one place (``MountControlService/controlError(_:)-(UpdateError)``).
+/// to `ControlError`, in one place (`MountControlService+Update.swift`).
 struct UpdateError: Error, Sendable, CustomStringConvertible {
     /// What went wrong, as far as the caller can act on it.
     enum Kind: Sendable, Equatable {
