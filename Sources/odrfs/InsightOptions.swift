@@ -35,10 +35,10 @@ struct InsightOptions: ParsableArguments {
     /// bound is logged as an error; the mount goes on without metrics.
     static func serveMetrics(_ metrics: (MetricsAddress, PrometheusCollectorRegistry), daemon: MountDaemon, logger: Logger) -> Task<Void, Never> {
         let (address, registry) = metrics
-        // The manager of the revision served at each scrape, not the first one: an update
-        // replaces it, and the gauges must follow the mount.
+        // The revision served at each scrape, not the first one: an update replaces it,
+        // and the gauges must follow the mount.
         let endpoint = MetricsEndpoint(registry: registry, host: address.host, port: address.port, logger: logger,
-                                       refresh: { daemon.manager.recordGauges() },
+                                       refresh: { daemon.current.manager.recordGauges() },
                                        onListening: { port in logger.info("serving metrics", metadata: ["metrics.address": "\(address.host):\(port)"]) })
         return Task {
             do {

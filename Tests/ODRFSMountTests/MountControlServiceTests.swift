@@ -28,7 +28,7 @@ struct MountControlServiceTests {
         let downloader = PackDownloader(origin: origin, store: store, chunkSize: bundle.manifest.chunkSize, logger: logger)
         let manager = try ResourceManager(manifest: bundle.manifest, store: store, downloader: downloader, limits: limits,
                                           logger: logger, availableBytes: availableBytes)
-        return (MountControlService(manager: manager, logger: logger), manager)
+        return (try MountControlService(manager: manager, logger: logger), manager)
     }
 
     @Test("every resource error maps to one control code, with ODR's numbers where ODR has one")

@@ -1,4 +1,3 @@
-import ODRFSControl
 import Testing
 @testable import ODRFSMount
 
@@ -8,10 +7,10 @@ struct UpdateProgressWatchdogTests {
     @Test func noProgressForTheLimitFailsAndCancelsTheWork() async {
         let watchdog = UpdateProgressWatchdog(limit: .milliseconds(400), lowSpeedLimit: .kibibytes(1))
         let started = ContinuousClock.now
-        let error = await #expect(throws: ControlError.self) {
-            try await watchdog.bound(failure: { _ in ControlError(.originUnreachable, "gave up") }) { () throws(ControlError) in
+        let error = await #expect(throws: UpdateError.self) {
+            try await watchdog.bound(failure: { _ in UpdateError(.originUnreachable, "gave up") }) { () throws(UpdateError) in
                 // Work that never moves forward, as a fetch waiting on a stalled server.
-                do { try await Task.sleep(for: .seconds(30)) } catch { throw ControlError(.cancelled, "cancelled") }
+                do { try await Task.sleep(for: .seconds(30)) } catch { throw UpdateError(.cancelled, "cancelled") }
             }
         }
         #expect(error?.message == "gave up")
@@ -24,7 +23,7 @@ struct UpdateProgressWatchdogTests {
         // the limit leaves room for a loaded machine's late wake-ups.
         let watchdog = UpdateProgressWatchdog(limit: .seconds(3), lowSpeedLimit: .kibibytes(1))
         let started = ContinuousClock.now
-        try await watchdog.bound(failure: { _ in ControlError(.originUnreachable, "gave up") }) { () throws(ControlError) in
+        try await watchdog.bound(failure: { _ in UpdateError(.originUnreachable, "gave up") }) { () throws(UpdateError) in
             while ContinuousClock.now - started < .seconds(4) {
                 try? await Task.sleep(for: .milliseconds(100))
                 watchdog.advance()
@@ -34,20 +33,20 @@ struct UpdateProgressWatchdogTests {
 
     @Test func theWorksOwnErrorIsReported() async {
         let watchdog = UpdateProgressWatchdog(limit: .seconds(5), lowSpeedLimit: .kibibytes(1))
-        let error = await #expect(throws: ControlError.self) {
-            try await watchdog.bound(failure: { _ in ControlError(.originUnreachable, "gave up") }) { () throws(ControlError) in
-                throw ControlError(.outOfSpace, "no room")
+        let error = await #expect(throws: UpdateError.self) {
+            try await watchdog.bound(failure: { _ in UpdateError(.originUnreachable, "gave up") }) { () throws(UpdateError) in
+                throw UpdateError(.resourceUnavailable, "no room")
             }
         }
-        #expect(error?.code == .outOfSpace)
+        #expect(error?.kind == .resourceUnavailable)
     }
 
     /// A trickle below the low-speed limit is no progress, however often it arrives; bytes
     /// at the limit are, through the tally as through credit.
     @Test func aTrickleIsNoProgressButBytesAtTheLimitAre() async throws {
         let slow = UpdateProgressWatchdog(limit: .seconds(1), lowSpeedLimit: .kibibytes(1))
-        let error = await #expect(throws: ControlError.self) {
-            try await slow.bound(failure: { _ in ControlError(.originUnreachable, "gave up") }) { () throws(ControlError) in
+        let error = await #expect(throws: UpdateError.self) {
+            try await slow.bound(failure: { _ in UpdateError(.originUnreachable, "gave up") }) { () throws(UpdateError) in
                 for _ in 0..<400 {
                     try? await Task.sleep(for: .milliseconds(50))
                     slow.credit(10)   // 200 bytes/s at most: 10 ms of credit per step
@@ -58,7 +57,7 @@ struct UpdateProgressWatchdogTests {
         // 10 KB per step is 10 s of credit at 1 KiB/s: never behind, however late the steps.
         let steady = UpdateProgressWatchdog(limit: .seconds(1), lowSpeedLimit: .kibibytes(1))
         let started = ContinuousClock.now
-        try await steady.bound(failure: { _ in ControlError(.originUnreachable, "gave up") }) { () throws(ControlError) in
+        try await steady.bound(failure: { _ in UpdateError(.originUnreachable, "gave up") }) { () throws(UpdateError) in
             while ContinuousClock.now - started < .seconds(2) {
                 try? await Task.sleep(for: .milliseconds(50))
                 steady.tally.add(10_000)
@@ -66,3 +65,4 @@ struct UpdateProgressWatchdogTests {
         }
     }
 }
+

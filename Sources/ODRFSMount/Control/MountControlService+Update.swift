@@ -5,7 +5,26 @@ extension MountControlService {
     /// without `check`, the move itself (see ``BundleUpdater``).
     public func update(check: Bool) async throws(ControlError) -> UpdateReport {
         guard let updater else { throw ControlError(.unsupported, "this mount has no origin to update from") }
-        if check { return try await updater.check().report }
-        return try await updater.update()
+        do {
+            if check { return try await updater.check() }
+            return try await updater.update()
+        } catch {
+            throw Self.controlError(error)
+        }
+    }
+
+    /// An update's failure → the control plane's error: the kind picks the code, the
+    /// message passes unchanged.
+    static func controlError(_ error: UpdateError) -> ControlError {
+        let code: ControlError.Code
+        switch error.kind {
+        case .busy: code = .badRequest
+        case .rollbackRefused: code = .rollbackRefused
+        case .originUnreachable: code = .originUnreachable
+        case .cancelled: code = .cancelled
+        case .resourceUnavailable: code = .resourceUnavailable
+        case .internalError: code = .internalError
+        }
+        return ControlError(code, error.message)
     }
 }

@@ -5,16 +5,18 @@ import ODRFSCore
 import ODRFSFetch
 import Synchronization
 
-/// The control plane's view of a mount: `ControlService` over the resource manager.
+/// The control plane's view of a mount: `ControlService` over the revision served now
+/// (``MountRevisions/current``).
 ///
 /// Requests from `odrfs request` and `BundleResourceRequest` become `beginAccessing`
-/// calls whose retains the control server ties to the client's connection; errors map
-/// to ODR's codes here, in one place.
+/// calls whose retains the control server ties to the client's connection. Errors map
+/// to control codes (and ODR's) here, in one place: resource errors below, update errors
+/// (``UpdateError``) in `MountControlService+Update.swift`.
 public final class MountControlService: ControlService {
     /// The current revision's manager, and the retired ones that own older retains.
     let revisions: MountRevisions
     /// The manager of the revision served now.
-    var manager: ResourceManager { revisions.current }
+    var manager: ResourceManager { revisions.current.manager }
     private let logger: Logger
     private let diskWatchers = Mutex<[UUID: AsyncStream<LowDiskSpaceEvent>.Continuation]>([:])
     /// `odrfs update`; nil when the daemon was built without an origin (tests).
@@ -31,8 +33,10 @@ public final class MountControlService: ControlService {
         self.snapshot = snapshot
     }
 
-    public convenience init(manager: ResourceManager, logger: Logger) {
-        self.init(revisions: MountRevisions(manager: manager), updater: nil, logger: logger)
+    /// A service over one manager without a mount (no updates); throws only if the empty
+    /// tree its revision shows cannot be built.
+    public convenience init(manager: ResourceManager, logger: Logger) throws(FileIndexError) {
+        self.init(revisions: try MountRevisions(manager: manager), updater: nil, logger: logger)
     }
 
     public func status() async -> StatusSnapshot {

@@ -27,7 +27,7 @@ extension MountDaemon {
                       successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup),
                 .init(service: ControlSocketService(server: control)),
                 .init(service: MaintenanceService(revisions: revisions)),
-                .init(service: PrefetchService(manager: manager, logger: logger, delay: prefetchDelay, learn: learnPrefetch), successTerminationBehavior: .ignore),
+                .init(service: PrefetchService(manager: current.manager, logger: logger, delay: prefetchDelay, learn: learnPrefetch), successTerminationBehavior: .ignore),
                 .init(service: VerificationService(revisions: revisions), successTerminationBehavior: .ignore),
                 .init(service: OriginProbeService(origin: origin, manifestLimit: manifestLimit, logger: logger),
                       successTerminationBehavior: .ignore),
@@ -41,7 +41,7 @@ extension MountDaemon {
         } catch {
             logger.error("mount services stopped with an error", metadata: ["error": "\(error)"])
         }
-        await manager.shutdown()
+        await current.manager.shutdown()
         // unlink + rmdir: on the I/O executor, like every file operation of the daemon.
         await IOExecutor.cache.run { [runtime] in runtime.removePID() }
         await origin.shutdown()

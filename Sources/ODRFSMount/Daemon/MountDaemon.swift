@@ -17,8 +17,9 @@ import Synchronization
 /// and `run` serves requests until unmount or SIGINT/SIGTERM/SIGHUP.
 public final class MountDaemon: Sendable {
     public let mountpoint: String
-    /// The resource manager of the revision served now (an update replaces it).
-    public var manager: ResourceManager { revisions.current }
+    /// The revision served now (an update replaces it): metrics and services read it here
+    /// each time, never keep it.
+    public var current: MountedRevision { revisions.current }
     let revisions: MountRevisions
     let updater: BundleUpdater
     let updateSettings: UpdateSettings
@@ -112,10 +113,9 @@ public final class MountDaemon: Sendable {
     ) async throws(MountError) -> MountDaemon {
         let cacheRoot = configuration.resolvedCacheDirectory
         let bundle = try await PreparedBundle.load(configuration, origin: origin, logger: logger, progress: progress)
-        let (manifest, index, manager) = (bundle.manifest, bundle.index, bundle.manager)
+        let (manifest, index) = (bundle.manifest, bundle.index)
         // Wrapped so that `odrfs update` can switch the revision under a running mount.
-        let fileSystem = RevisionSwitchingFileSystem(
-            BundleFileSystem(index: index, manager: manager, logger: logger, passthrough: configuration.passthrough))
+        let fileSystem = RevisionSwitchingFileSystem(bundle.revision)
         var options = MountOptions(fsName: "odrfs", subtype: "odrfs")
         options.extra = configuration.effectiveFuseOptions
         let session: FUSESession
@@ -130,7 +130,7 @@ public final class MountDaemon: Sendable {
             "packs": "\(manifest.packs.count)", "cache": "\(cacheRoot)",
         ])
         let revisions = MountRevisions(fileSystem: fileSystem)
-        let updater = BundleUpdater(origin: origin, fileSystem: fileSystem, revisions: revisions, kernel: session,
+        let updater = BundleUpdater(origin: origin, revisions: revisions, kernel: session,
                                     configuration: configuration, logger: logger)
         return MountDaemon(mountpoint: mountpoint, origin: origin, revisions: revisions, session: session, updater: updater,
                            updateSettings: configuration.updates,

@@ -98,9 +98,9 @@ struct MaintenanceService: Service {
     func run() async {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
-                let manager = revisions.current
+                let manager = revisions.current.manager
                 await manager.runMaintenance()
-                if revisions.current === manager { return }
+                if revisions.current.manager === manager { return }
             }
         }
     }
@@ -113,9 +113,9 @@ struct VerificationService: Service {
     let revisions: MountRevisions
 
     func run() async {
-        let manager = revisions.current
+        let manager = revisions.current.manager
         await cancelWhenGracefulShutdown {
-            _ = await manager.verifyUnverifiedPacks(while: { [revisions] in revisions.current === manager })
+            _ = await manager.verifyUnverifiedPacks(while: { [revisions] in revisions.current.manager === manager })
         }
     }
 }

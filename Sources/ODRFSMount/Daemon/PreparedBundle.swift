@@ -7,12 +7,14 @@ import ODRFSStore
 
 /// Everything a mount serves, loaded and checked before anything is mounted: the cache
 /// opened and locked, the manifest and file index fetched (or taken from the cache) and
-/// validated against each other, the resource manager reconciled with the cache, and the
-/// base and initial-install packs local.
+/// validated against each other, the revision built (``MountedRevision``, its resource
+/// manager reconciled with the cache), and the base and initial-install packs local.
 struct PreparedBundle: Sendable {
-    let manifest: Manifest
-    let index: FileIndex
-    let manager: ResourceManager
+    /// The revision to serve first.
+    let revision: MountedRevision
+    var manifest: Manifest { revision.manifest }
+    var index: FileIndex { revision.index }
+    var manager: ResourceManager { revision.manager }
     /// Whether the manifest came with a signature a trusted key made.
     let isSigned: Bool
 
@@ -38,7 +40,10 @@ struct PreparedBundle: Sendable {
                                                          trustedKeys: configuration.trustedKeys, logger: logger)
         let manifest = loaded.manifest
             await ManifestMirrors.adopt(manifest, into: origin, options: configuration.originOptions, logger: logger)
-            let downloader = PackDownloader(origin: origin, store: store, chunkSize: manifest.chunkSize, logger: logger)
+            // The mount's byte counter: the file index's bytes count as the packs' will.
+            let wire = WireByteCounter()
+            let downloader = MountedRevision.downloader(origin: origin, store: store, chunkSize: manifest.chunkSize,
+                                                        wire: wire, logger: logger)
             let index = try await BundleLoader.loadIndex(manifest.index, store: store, downloader: downloader)
             do {
                 try index.validate(against: manifest)   // pack numbers and extents: see FileIndex+Manifest
@@ -53,21 +58,14 @@ struct PreparedBundle: Sendable {
             // Indexes of revisions an earlier run served or checked: nothing of them is open now.
             let currentIndex = manifest.index.sha256
             await io.run { _ = store.removeIndexes(keeping: [currentIndex]) }
-            let manager: ResourceManager
+            let revision: MountedRevision
             do {
-                let limits = configuration.limits
-                let downloads = configuration.maximumConcurrentDownloads
-                let schedule = configuration.schedule
-                manager = try await io.run { () throws(StoreError) in
-                    // The mount's first manager, alone on the store: it defers re-hashing to the background.
-                    try ResourceManager(manifest: manifest, store: store, downloader: downloader, limits: limits,
-                                        maximumConcurrentDownloads: downloads, logger: logger, io: io, schedule: schedule,
-                                        deferringHashes: true)
-                }
+                revision = try await MountedRevision.make(manifest: manifest, index: index, store: store, origin: origin, wire: wire,
+                                                          settings: .init(configuration, io: io, logger: logger), succeeding: nil)
             } catch {
                 throw MountError("cannot read the cache index: \(error)")
             }
-            try await InitialInstall.run(manager: manager, progress: progress)
-            return PreparedBundle(manifest: manifest, index: index, manager: manager, isSigned: loaded.signature != nil)
+            try await InitialInstall.run(manager: revision.manager, progress: progress)
+            return PreparedBundle(revision: revision, isSigned: loaded.signature != nil)
     }
 }

@@ -2,22 +2,25 @@ import FUSEKit
 import Synchronization
 
 /// The mount's FUSE filesystem across revisions: forwards each request, whole, to the
-/// ``BundleFileSystem`` of the revision served when the request arrived.
+/// ``BundleFileSystem`` of the revision (``MountedRevision``) served when the request arrived.
 ///
-/// An update builds the next revision's `BundleFileSystem` aside (sharing the open-file
-/// table) and swaps it in with ``switchTo(_:)``: one pointer under a lock, so a request sees
+/// An update builds the next revision aside (its view sharing the open-file table) and
+/// swaps it in with ``switchTo(_:)`` (through ``MountRevisions/switchTo(_:)``): one pointer under a lock, so a request sees
 /// one revision from start to end, and a handle opened before the switch keeps reading
 /// the bytes it opened (see ``ReaderTable``).
 final class RevisionSwitchingFileSystem: FUSEFileSystem {
     /// The revision served now, and the one it replaced (nil before the first update).
-    private let revisions: Mutex<(current: BundleFileSystem, previous: BundleFileSystem?)>
+    private let revisions: Mutex<(current: MountedRevision, previous: MountedRevision?)>
 
-    init(_ initial: BundleFileSystem) {
+    init(_ initial: MountedRevision) {
         revisions = Mutex((initial, nil))
     }
 
     /// The revision served now.
-    var served: BundleFileSystem { revisions.withLock { $0.current } }
+    var served: MountedRevision { revisions.withLock { $0.current } }
+
+    /// The view of the revision served now.
+    private var view: BundleFileSystem { served.fileSystem }
 
     /// The revision that knows `inode`: the one served now, or — for an inode of a file
     /// the switch changed, which a program looked up just before it (`open` after
@@ -25,15 +28,16 @@ final class RevisionSwitchingFileSystem: FUSEFileSystem {
     /// whole revision instead of failing.
     private func serving(_ inode: InodeNumber) -> BundleFileSystem {
         revisions.withLock { revisions in
-            guard revisions.current.inodes.node(for: inode) == nil, let previous = revisions.previous,
-                  previous.inodes.node(for: inode) != nil else { return revisions.current }
+            let current = revisions.current.fileSystem
+            guard current.inodes.node(for: inode) == nil, let previous = revisions.previous?.fileSystem,
+                  previous.inodes.node(for: inode) != nil else { return current }
             return previous
         }
     }
 
     /// Serves `next` from now on; returns the one it replaces.
     @discardableResult
-    func switchTo(_ next: BundleFileSystem) -> BundleFileSystem {
+    func switchTo(_ next: MountedRevision) -> MountedRevision {
         revisions.withLock { revisions in
             let previous = revisions.current
             revisions = (next, previous)
@@ -42,11 +46,11 @@ final class RevisionSwitchingFileSystem: FUSEFileSystem {
     }
 
     func configure(_ connection: inout ConnectionConfiguration) {
-        served.configure(&connection)
+        view.configure(&connection)
     }
 
     func lookup(parent: InodeNumber, name: String, request: consuming FUSERequest) {
-        served.lookup(parent: parent, name: name, request: request)
+        view.lookup(parent: parent, name: name, request: request)
     }
 
     func getAttributes(inode: InodeNumber, request: consuming FUSERequest) {
@@ -62,27 +66,27 @@ final class RevisionSwitchingFileSystem: FUSEFileSystem {
     }
 
     func read(inode: InodeNumber, handle: FileHandleID, offset: Int64, size: Int, request: consuming FUSERequest) {
-        served.read(inode: inode, handle: handle, offset: offset, size: size, request: request)
+        view.read(inode: inode, handle: handle, offset: offset, size: size, request: request)
     }
 
     func release(inode: InodeNumber, handle: FileHandleID, request: consuming FUSERequest) {
-        served.release(inode: inode, handle: handle, request: request)
+        view.release(inode: inode, handle: handle, request: request)
     }
 
     func openDirectory(inode: InodeNumber, request: consuming FUSERequest) {
-        served.openDirectory(inode: inode, request: request)
+        view.openDirectory(inode: inode, request: request)
     }
 
     func readDirectory(inode: InodeNumber, handle: FileHandleID, offset: Int64, size: Int, plus: Bool, request: consuming FUSERequest) {
-        served.readDirectory(inode: inode, handle: handle, offset: offset, size: size, plus: plus, request: request)
+        view.readDirectory(inode: inode, handle: handle, offset: offset, size: size, plus: plus, request: request)
     }
 
     func releaseDirectory(inode: InodeNumber, handle: FileHandleID, request: consuming FUSERequest) {
-        served.releaseDirectory(inode: inode, handle: handle, request: request)
+        view.releaseDirectory(inode: inode, handle: handle, request: request)
     }
 
     func statistics(inode: InodeNumber, request: consuming FUSERequest) {
-        served.statistics(inode: inode, request: request)
+        view.statistics(inode: inode, request: request)
     }
 
     func getExtendedAttribute(inode: InodeNumber, name: String, size: Int, request: consuming FUSERequest) {
@@ -98,10 +102,10 @@ final class RevisionSwitchingFileSystem: FUSEFileSystem {
     }
 
     func rejectMutation(_ operation: String, request: consuming FUSERequest) {
-        served.rejectMutation(operation, request: request)
+        view.rejectMutation(operation, request: request)
     }
 
     func destroy() {
-        served.destroy()
+        view.destroy()
     }
 }

@@ -6,39 +6,33 @@ import ODRFSFetch
 import ODRFSStore
 
 extension BundleUpdater {
-    /// `odrfs update MNT`: checks, fetches what the new revision needs, then switches.
+    /// `odrfs update MNT`: plan, fetch, switch (see ``BundleUpdater``).
     ///
     /// Order, so that a crash or kill -9 at any point leaves a whole revision: (1) the
     /// changed packs this mount keeps local are fetched, verified and published under
     /// their content hashes (the old revision's packs stay); (2) with trusted keys, the
     /// new revision is recorded as seen; (3) the cache's `manifest.json` is replaced by one
     /// atomic rename — a restart before it mounts the old revision, after it the new one;
-    /// (4) the new revision's resource manager (reconciled with the cache) and file system
-    /// are built aside; (5) one pointer swap serves them; (6) the kernel forgets the entries
-    /// that changed. Handles opened before keep their readers, retains and bytes.
-    func update() async throws(ControlError) -> UpdateReport {
+    /// (4) the new revision (``MountedRevision``: its manager reconciled with the cache, its
+    /// view) is built aside; (5) one pointer swap serves it; (6) the kernel forgets the
+    /// entries that changed. Handles opened before keep their readers, retains and bytes.
+    func update() async throws(UpdateError) -> UpdateReport {
         let claimed = busy.withLock { busy in
             if busy { return false }
             busy = true
             return true
         }
-        guard claimed else { throw ControlError(.badRequest, "an update of this mount is already in progress") }
+        guard claimed else { throw UpdateError(.busy, "an update of this mount is already in progress") }
         defer { busy.withLock { $0 = false } }
         // An index written after this moment comes from a check running beside the update.
         let began = Date()
-        let (report, candidate) = try await check()
+        let (report, candidate) = try await plan()
         guard let candidate else { return report }
         guard candidate.manifest.revision > report.mountedRevision else {
-            throw ControlError(.rollbackRefused, "the origin's manifest differs from the mounted one but has the same revision \(report.mountedRevision); refusing a revision that is not newer")
+            throw UpdateError(.rollbackRefused, "the origin's manifest differs from the mounted one but has the same revision \(report.mountedRevision); refusing a revision that is not newer")
         }
         let started = ContinuousClock.now
-        let watchdog = UpdateProgressWatchdog(limit: fetchDeadline, lowSpeedLimit: lowSpeedLimit)
-        try await watchdog.bound(failure: { [origin] idle in
-            ControlError(.originUnreachable, "update to revision \(candidate.manifest.revision) gave up: no pack made progress for \(idle.components.seconds) s (--fetch-timeout) from \(origin.displayName); the mount stays on revision \(report.mountedRevision)")
-        }) { [self] () throws(ControlError) in
-            try await fetchPacks(of: candidate, watchdog: watchdog)
-        }
-        try await publishManifest(candidate)
+        try await fetch(candidate)
         let switched = try await switchRevision(to: candidate, updateBegan: began)
         logger.info("bundle updated", metadata: [
             "revision": "\(report.mountedRevision)", "new.revision": "\(candidate.manifest.revision)",
@@ -52,91 +46,17 @@ extension BundleUpdater {
         return done
     }
 
-    /// (1) Every pack the plan fetches, assembled from local bytes plus ranges (see
-    /// ``DeltaPackAssembler``), or downloaded whole if that fails; verified and published.
-    private func fetchPacks(of candidate: Candidate, watchdog: UpdateProgressWatchdog) async throws(ControlError) {
-        let manager = revisions.current
-        let store = manager.store
-        let downloader = PackDownloader(origin: origin, store: store, chunkSize: candidate.manifest.chunkSize,
-                                        wire: manager.downloader.wire, logger: logger)
-        var assembler = DeltaPackAssembler(origin: origin, store: store, io: manager.io, mounted: manager.manifest,
-                                           index: candidate.index, chunkSize: candidate.manifest.chunkSize, logger: logger)
-        assembler.received = { bytes in watchdog.credit(Int64(bytes)) }
-        for fetch in candidate.plan.fetches {
-            let descriptor = candidate.manifest.pack(fetch.pack)
-            if await manager.io.run({ store.contains(descriptor) }) { continue }
-            do {
-                let fetched = try await assembler.assemble(descriptor, plan: fetch.assembly)
-                manager.downloader.wire.add(fetched)
-                watchdog.advance()
-                logger.info("pack assembled for the update", metadata: [
-                    "pack.id": "\(descriptor.id)", "pack.bytes": "\(descriptor.bytes.value)", "fetched.bytes": "\(fetched)",
-                ])
-                continue
-            } catch where error.kind == .noSpace || error.kind == .cancelled {
-                throw Self.controlError(error, "cannot assemble pack '\(descriptor.id)' of revision \(candidate.manifest.revision)")
-            } catch {
-                logger.notice("assembling a pack from local bytes failed; downloading it whole", metadata: [
-                    "pack.id": "\(descriptor.id)", "error": "\(error)",
-                ])
-            }
-            do {
-                try await downloader.fetch(descriptor, tally: watchdog.tally)
-                watchdog.advance()
-            } catch {
-                throw Self.controlError(error, "cannot fetch pack '\(descriptor.id)' of revision \(candidate.manifest.revision)")
-            }
-        }
-    }
-
-    /// (2) and (3): the revision recorded as seen (trusted keys), then the cache's manifest.
-    private func publishManifest(_ candidate: Candidate) async throws(ControlError) {
-        let manager = revisions.current
-        let store = manager.store
-        let revision = candidate.manifest.revision
-        if !trustedKeys.isEmpty, let signature = candidate.signature,
-           let signer = (try? ManifestSignature(fileContents: signature))?.keyID {
-            do {
-                try await manager.io.run { () throws(StoreError) in try store.index.recordRevision(revision, key: signer, at: Date()) }
-            } catch {
-                throw ControlError(.internalError, "cannot record revision \(revision) in the cache index: \(error)")
-            }
-        }
-        do {
-            try await manager.io.run { () throws(StoreError) in try store.saveManifest(candidate.data, signature: candidate.signature) }
-        } catch {
-            throw ControlError(.internalError, "cannot write the new manifest to the cache: \(error)")
-        }
-    }
-
-    /// (4) to (6).
-    private func switchRevision(to candidate: Candidate, updateBegan: Date) async throws(ControlError) -> RevisionTransition {
-        let previous = fileSystem.served
+    /// Step 3, switch, once every pack the candidate needs is local: the cache's manifest
+    /// replaced (the restart point), the new revision built by the one factory
+    /// (``MountedRevision/make(manifest:index:store:origin:wire:settings:succeeding:)``)
+    /// and served, the old one retired, the kernel told what changed.
+    func switchRevision(to candidate: Candidate, updateBegan: Date) async throws(UpdateError) -> RevisionTransition {
+        try await publishManifest(candidate)
+        let previous = revisions.current
         let old = previous.manager
         let io = old.io
-        let downloader = PackDownloader(origin: origin, store: old.store, chunkSize: candidate.manifest.chunkSize,
-                                        wire: old.downloader.wire, logger: logger)
-        let (limits, downloads, logger) = (old.limits, maximumConcurrentDownloads, self.logger)
-        let manifest = candidate.manifest
-        let manager: ResourceManager
-        do {
-            manager = try await io.run { () throws(StoreError) in
-                // Access times and priorities of the old revision first: the new manager reads them.
-                old.saveAccesses()
-                old.savePriorities()
-                return try ResourceManager(manifest: manifest, store: old.store, downloader: downloader, limits: limits,
-                                           maximumConcurrentDownloads: downloads, logger: logger, io: io,
-                                           schedule: old.schedule, events: old.events)
-            }
-        } catch {
-            throw ControlError(.internalError, "cannot read the cache index for revision \(manifest.revision): \(error)")
-        }
-        manager.adoptAccessTimes(from: old)
-        let check = old.updateCheck.current
-        if let available = check.availableRevision, let date = check.lastCheck {
-            manager.updateCheck.record(availableRevision: available, at: date)
-        }
-        let (oldIndex, oldInodes, oldManifest, newIndex, store) = (previous.index, previous.inodes, old.manifest, candidate.index, old.store)
+        let (oldIndex, oldInodes, oldManifest) = (previous.index, previous.fileSystem.inodes, previous.manifest)
+        let (manifest, newIndex, store) = (candidate.manifest, candidate.index, old.store)
         // Reads the packs of files whose digests claim they are unchanged: on the I/O executor.
         let started = ContinuousClock.now
         let (transition, comparedBytes, mismatches) = await io.run {
@@ -155,11 +75,16 @@ extension BundleUpdater {
             "compared.bytes": "\(comparedBytes)", "refused.digests": "\(transition.refusedDigests)",
             "duration": "\(ContinuousClock.now - started)",
         ])
-        let next = BundleFileSystem(index: candidate.index, manager: manager, logger: logger,
-                                    inodes: transition.inodes, previous: previous)
-        revisions.retire(old)
-        fileSystem.switchTo(next)
-        revisions.carryOverHeldRequests(to: manager)
+        let next: MountedRevision
+        do {
+            next = try await MountedRevision.make(
+                manifest: manifest, index: newIndex, store: store, origin: origin, wire: previous.downloader.wire,
+                settings: settings, succeeding: .init(previous: previous, inodes: transition.inodes))
+        } catch {
+            throw UpdateError(.internalError, "cannot read the cache index for revision \(manifest.revision): \(error)")
+        }
+        revisions.switchTo(next)
+        let manager = next.manager
         await io.run {
             old.retire()
             // Only this revision and the one it replaced keep their file indexes on disk.
@@ -172,7 +97,28 @@ extension BundleUpdater {
         return transition
     }
 
-    /// (6) Off every FUSE thread: the kernel takes directory locks for these.
+    /// The restart point: with trusted keys the revision recorded as seen, then the cache's
+    /// manifest replaced by one atomic rename.
+    private func publishManifest(_ candidate: Candidate) async throws(UpdateError) {
+        let manager = revisions.current.manager
+        let store = manager.store
+        let revision = candidate.manifest.revision
+        if !trustedKeys.isEmpty, let signature = candidate.signature,
+           let signer = (try? ManifestSignature(fileContents: signature))?.keyID {
+            do {
+                try await manager.io.run { () throws(StoreError) in try store.index.recordRevision(revision, key: signer, at: Date()) }
+            } catch {
+                throw UpdateError(.internalError, "cannot record revision \(revision) in the cache index: \(error)")
+            }
+        }
+        do {
+            try await manager.io.run { () throws(StoreError) in try store.saveManifest(candidate.data, signature: candidate.signature) }
+        } catch {
+            throw UpdateError(.internalError, "cannot write the new manifest to the cache: \(error)")
+        }
+    }
+
+    /// Off every FUSE thread: the kernel takes directory locks for these.
     private func invalidate(_ transition: RevisionTransition) {
         guard let kernel else { return }
         for (parent, name) in transition.staleEntries {

@@ -8,16 +8,22 @@ import ODRFSStore
 import FUSEKit
 import Synchronization
 
-/// `odrfs update`: asks the origin for its manifest, compares it with the mounted revision
-/// and says what an update would cost (``UpdatePlan``).
+/// `odrfs update`: moves a mount to the origin's newer revision in three steps.
 ///
-/// A check reads the manifest (and, with `--trust-key`, its signature) and the new file
-/// index, which is small and content-addressed, into the cache; it never fetches a pack.
-/// A manifest older than the mounted one is refused as a rollback, as is (with trusted
-/// keys) one that is unsigned or older than a revision already seen. The switch itself
-/// is in `BundleUpdater+Switch.swift`; one update runs at a time.
+/// 1. **Plan** (``plan(prefetched:)``, this file): read the origin's manifest (and, with
+///    `--trust-key`, its signature) and the new file index — small and content-addressed —
+///    into the cache, and say what the move costs (``UpdatePlan``). Never fetches a pack.
+///    A manifest older than the mounted one is refused as a rollback, as is (with trusted
+///    keys) one that is unsigned or older than a revision already seen. `odrfs update
+///    --check` and the periodic check stop here.
+/// 2. **Fetch** (``fetch(_:)``, `BundleUpdater+Fetch.swift`): the changed packs this mount
+///    keeps local, assembled or downloaded, verified and published beside the old ones.
+/// 3. **Switch** (``switchRevision(to:updateBegan:)``, `BundleUpdater+Switch.swift`):
+///    the cache's manifest replaced, the new ``MountedRevision`` built and served.
+///
+/// One update runs at a time. Failures are ``UpdateError``s; the control service maps them.
 final class BundleUpdater: Sendable {
-    /// A newer revision, checked and ready to be planned against.
+    /// A newer revision, checked and planned: what steps 2 and 3 work from.
     struct Candidate: Sendable {
         let data: Data
         let signature: Data?
@@ -27,13 +33,13 @@ final class BundleUpdater: Sendable {
     }
 
     let origin: any Origin
-    let fileSystem: RevisionSwitchingFileSystem
     let revisions: MountRevisions
     /// Tells the kernel what to forget after a switch; nil in tests without a mount.
     let kernel: FUSESession?
     let trustedKeys: [TrustKey]
     let manifestLimit: ByteCount
-    let maximumConcurrentDownloads: Int
+    /// What every revision of the mount is built with (``MountedRevision/make(manifest:index:store:origin:wire:settings:succeeding:)``).
+    let settings: MountedRevision.Settings
     /// `--fetch-timeout`: the longest the fetch phase of an update may go without progress.
     let fetchDeadline: Duration
     /// `--low-speed-limit`: slower than this, bytes are no progress for that bound.
@@ -44,36 +50,41 @@ final class BundleUpdater: Sendable {
     /// The manifest's ETag at the last periodic check, for the next conditional GET.
     let manifestETag = Mutex<String?>(nil)
 
-    init(origin: any Origin, fileSystem: RevisionSwitchingFileSystem, revisions: MountRevisions, kernel: FUSESession?,
-         configuration: MountConfiguration, logger: Logger) {
+    init(origin: any Origin, revisions: MountRevisions, kernel: FUSESession?, configuration: MountConfiguration,
+         logger: Logger) {
         self.origin = origin
-        self.fileSystem = fileSystem
         self.revisions = revisions
         self.kernel = kernel
         self.trustedKeys = configuration.trustedKeys
         self.manifestLimit = configuration.manifestLimit
-        self.maximumConcurrentDownloads = configuration.maximumConcurrentDownloads
+        self.settings = MountedRevision.Settings(configuration, logger: logger)
         self.fetchDeadline = configuration.originOptions.fetchDeadline
         self.lowSpeedLimit = configuration.originOptions.lowSpeedLimit
         self.logger = logger
     }
 
-    /// Fetches and checks the origin's manifest; nil candidate when it is the mounted bundle.
-    /// `prefetched`: the manifest's bytes when the caller already has them.
-    func check(prefetched: Data? = nil) async throws(ControlError) -> (report: UpdateReport, candidate: Candidate?) {
-        let served = fileSystem.served
-        let (manager, index) = (served.manager, served.index)
-        let mounted = manager.manifest
+    /// `odrfs update --check`: the plan's report, nothing fetched.
+    func check() async throws(UpdateError) -> UpdateReport {
+        try await plan().report
+    }
+
+    /// Step 1, plan: fetches and checks the origin's manifest and, if it is another bundle,
+    /// its file index, and plans the move from the revision served now. The candidate is
+    /// nil when the origin serves the mounted bundle. `prefetched`: the manifest's bytes
+    /// when the caller already has them.
+    func plan(prefetched: Data? = nil) async throws(UpdateError) -> (report: UpdateReport, candidate: Candidate?) {
+        let current = revisions.current
+        let (manager, index, mounted) = (current.manager, current.index, current.manifest)
         let (data, signature, available) = try await fetchManifest(prefetched: prefetched)
         manager.updateCheck.record(availableRevision: available.revision, at: Date())
         guard available.revision >= mounted.revision else {
-            throw ControlError(.rollbackRefused, "refusing revision \(available.revision) from \(origin.displayName): the mount serves revision \(mounted.revision), and updates never go back")
+            throw UpdateError(.rollbackRefused, "refusing revision \(available.revision) from \(origin.displayName): the mount serves revision \(mounted.revision), and updates never go back")
         }
         guard available.bundleVersion != mounted.bundleVersion else {
             return (UpdateReport(mountedRevision: mounted.revision, availableRevision: available.revision,
                                  changedPacks: [], downloadBytes: 0, reusedBytes: 0), nil)
         }
-        let newIndex = try await loadIndex(of: available)
+        let newIndex = try await loadIndex(of: available, into: current)
         let local = manager.localOrRetainedPacks()
         // Walks both memory-mapped indexes (page faults are disk reads): on the I/O executor.
         let plan = await manager.io.run {
@@ -94,27 +105,27 @@ final class BundleUpdater: Sendable {
     /// ETag of the last one, so nothing but a 304 travels while the manifest is unchanged;
     /// nil then. Origins without ETags (a local dist dir) are simply read again
     /// (``Origin/conditionalData(at:limit:etag:)``; a ``MirrorSet`` asks its healthiest server).
-    func periodicCheck() async throws(ControlError) -> UpdateReport? {
+    func periodicCheck() async throws(UpdateError) -> UpdateReport? {
         let etag = manifestETag.withLock { $0 }
         let answer: ConditionalFetch
         do {
             answer = try await origin.conditionalData(at: Manifest.fileName, limit: manifestLimit, etag: etag)
         } catch {
-            throw Self.controlError(error, "cannot check \(origin.displayName) for updates")
+            throw UpdateError(error, "cannot check \(origin.displayName) for updates")
         }
         let prefetched: Data
         switch answer {
         case .notModified:
-            revisions.current.updateCheck.touch(at: Date())
+            revisions.current.manager.updateCheck.touch(at: Date())
             return nil
         case .modified(let data, let etag):
             manifestETag.withLock { $0 = etag }
             prefetched = data
         }
-        return try await check(prefetched: prefetched).report
+        return try await plan(prefetched: prefetched).report
     }
 
-    private func fetchManifest(prefetched: Data?) async throws(ControlError) -> (Data, Data?, Manifest) {
+    private func fetchManifest(prefetched: Data?) async throws(UpdateError) -> (Data, Data?, Manifest) {
         let data: Data
         var signature: Data?
         do {
@@ -131,54 +142,47 @@ final class BundleUpdater: Sendable {
                 }
             }
         } catch {
-            throw Self.controlError(error, "cannot read the manifest from \(origin.displayName)")
+            throw UpdateError(error, "cannot read the manifest from \(origin.displayName)")
         }
         if trustedKeys.isEmpty {
             do {
                 return (data, nil, try Manifest.decode(data))
             } catch {
-                throw ControlError(.resourceUnavailable, "the manifest from \(origin.displayName) is invalid: \(error)")
+                throw UpdateError(.resourceUnavailable, "the manifest from \(origin.displayName) is invalid: \(error)")
             }
         }
-        let manager = revisions.current
+        let manager = revisions.current.manager
         let store = manager.store
         let seen: [KeyID: SeenRevision]
         do {
             seen = try await manager.io.run { () throws(StoreError) in try store.index.seenRevisions() }
         } catch {
-            throw ControlError(.internalError, "cannot read the revisions seen from the cache index: \(error)")
+            throw UpdateError(.internalError, "cannot read the revisions seen from the cache index: \(error)")
         }
         do {
             let verified = try ManifestTrust(trustedKeys: trustedKeys).verify(manifest: data, signature: signature, now: Date(), seen: seen)
             return (data, signature, verified.manifest)
         } catch where error.kind == .rollback {
-            throw ControlError(.rollbackRefused, "refusing the manifest from \(origin.displayName): \(error)")
+            throw UpdateError(.rollbackRefused, "refusing the manifest from \(origin.displayName): \(error)")
         } catch {
-            throw ControlError(.resourceUnavailable, "refusing the manifest from \(origin.displayName): \(error)")
+            throw UpdateError(.resourceUnavailable, "refusing the manifest from \(origin.displayName): \(error)")
         }
     }
 
-    private func loadIndex(of manifest: Manifest) async throws(ControlError) -> FileIndex {
-        let manager = revisions.current
-        let downloader = PackDownloader(origin: origin, store: manager.store, chunkSize: manifest.chunkSize, logger: logger)
+    /// The new revision's file index, into the cache beside the mounted one's, checked
+    /// against its manifest.
+    private func loadIndex(of manifest: Manifest, into current: MountedRevision) async throws(UpdateError) -> FileIndex {
+        let store = current.manager.store
+        // A counter of its own: a check's bytes are not the mount's pack traffic.
+        let downloader = MountedRevision.downloader(origin: origin, store: store, chunkSize: manifest.chunkSize,
+                                                    wire: WireByteCounter(), logger: logger)
         let index: FileIndex
         do {
-            index = try await BundleLoader.loadIndex(manifest.index, store: manager.store, downloader: downloader)
+            index = try await BundleLoader.loadIndex(manifest.index, store: store, downloader: downloader)
             try index.validate(against: manifest)
         } catch {
-            throw ControlError(.resourceUnavailable, "the new revision's file index \(manifest.index.file) is unusable: \(error)")
+            throw UpdateError(.resourceUnavailable, "the new revision's file index \(manifest.index.file) is unusable: \(error)")
         }
         return index
-    }
-
-    static func controlError(_ error: FetchError, _ context: String) -> ControlError {
-        switch error.kind {
-        case .unreachable, .unauthorized, .invalidOrigin, .unsupported:
-            return ControlError(.originUnreachable, "\(context): \(error)")
-        case .cancelled:
-            return ControlError(.cancelled, "\(context): \(error)")
-        default:
-            return ControlError(.resourceUnavailable, "\(context): \(error)")
-        }
     }
 }

@@ -1,4 +1,3 @@
-import ODRFSControl
 import ODRFSCore
 import ODRFSFetch
 import Synchronization
@@ -37,12 +36,12 @@ final class UpdateProgressWatchdog: Sendable {
     }
 
     /// Runs `body`; cancels it and throws `failure` once `limit` passes without ``advance()``.
-    func bound(failure: @escaping @Sendable (Duration) -> ControlError,
-               _ body: @escaping @Sendable () async throws(ControlError) -> Void) async throws(ControlError) {
+    func bound<Failure: WatchdogFailure>(failure: @escaping @Sendable (Duration) -> Failure,
+                                         _ body: @escaping @Sendable () async throws(Failure) -> Void) async throws(Failure) {
         advance()
-        let outcome: Result<Void, ControlError> = await withTaskGroup(of: Result<Void, ControlError>?.self) { group in
+        let outcome: Result<Void, Failure> = await withTaskGroup(of: Result<Void, Failure>?.self) { group in
             group.addTask {
-                do throws(ControlError) { try await body() } catch { return .failure(error) }
+                do throws(Failure) { try await body() } catch { return .failure(error) }
                 return .success(())
             }
             group.addTask { [self] in
@@ -63,8 +62,13 @@ final class UpdateProgressWatchdog: Sendable {
                     return answer
                 }
             }
-            return .failure(ControlError(.cancelled, "the update was cancelled"))
+            return .failure(Failure.cancelled("the update was cancelled"))
         }
         try outcome.get()
     }
+}
+
+/// An error the watchdog can throw when the watched phase is cancelled from outside.
+protocol WatchdogFailure: Error, Sendable {
+    static func cancelled(_ message: String) -> Self
 }

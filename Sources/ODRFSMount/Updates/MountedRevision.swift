@@ -1,0 +1,120 @@
+import Foundation
+import Logging
+import ODRFSCore
+import ODRFSFetch
+import ODRFSRuntime
+import ODRFSStore
+
+/// One revision of a bundle as a mount serves it: its manifest and file index, the
+/// resource manager that owns its packs, the filesystem view FUSE requests reach, and the
+/// downloader its packs come through. The five are built together, by
+/// ``make(manifest:index:store:origin:settings:succeeding:)`` — at mount (``PreparedBundle``)
+/// and at an update's switch (``BundleUpdater``) alike — and replaced together: services,
+/// the control plane and metrics reach the revision served now only through
+/// ``MountRevisions/current``.
+public final class MountedRevision: Sendable {
+    public let manifest: Manifest
+    public let index: FileIndex
+    /// Pack state, retains and downloads of this revision.
+    public let manager: ResourceManager
+    /// The FUSE view of this revision (``RevisionSwitchingFileSystem`` forwards to it).
+    let fileSystem: BundleFileSystem
+    /// Where this revision's packs come from: the mount's origin, into the cache.
+    public let downloader: PackDownloader
+
+    /// The manifest's revision number.
+    public var revision: Int64 { manifest.revision }
+
+    private init(manifest: Manifest, index: FileIndex, manager: ResourceManager, fileSystem: BundleFileSystem,
+                 downloader: PackDownloader) {
+        self.manifest = manifest
+        self.index = index
+        self.manager = manager
+        self.fileSystem = fileSystem
+        self.downloader = downloader
+    }
+
+    /// What every revision of one mount shares: the mount's options.
+    struct Settings: Sendable {
+        var limits: CacheLimits
+        var maximumConcurrentDownloads: Int
+        var schedule: SchedulerSettings
+        var passthrough: PassthroughSettings
+        var io: IOExecutor
+        var logger: Logger
+
+        init(_ configuration: MountConfiguration, io: IOExecutor = .cache, logger: Logger) {
+            self.limits = configuration.limits
+            self.maximumConcurrentDownloads = configuration.maximumConcurrentDownloads
+            self.schedule = configuration.schedule
+            self.passthrough = configuration.passthrough
+            self.io = io
+            self.logger = logger
+        }
+    }
+
+    /// The revision an update replaces, and the inode numbers the new tree takes over
+    /// from it (``RevisionTransition``).
+    struct Succession: Sendable {
+        let previous: MountedRevision
+        let inodes: InodeMap
+    }
+
+    /// The downloader of a revision whose packs are cut in `chunkSize` chunks; `wire`
+    /// counts the bytes received, shared by every revision of a mount.
+    static func downloader(origin: any Origin, store: PackStore, chunkSize: ByteCount, wire: WireByteCounter,
+                           logger: Logger) -> PackDownloader {
+        PackDownloader(origin: origin, store: store, chunkSize: chunkSize, wire: wire, logger: logger)
+    }
+
+    /// Builds a revision whose manifest and index are checked against each other and whose
+    /// packs `store` holds or will hold. Reconciling the manager with the cache reads the
+    /// cache index (SQLite): on `settings.io`.
+    ///
+    /// - `wire`: the byte counter of the mount (the one the file index was fetched with).
+    /// - `succeeding`: nil at mount — the mount's first manager, alone on the store, defers
+    ///   re-hashing to the background. At an update, the revision replaced: its access times
+    ///   and priorities are saved first and read by the new manager, which also takes over its
+    ///   event stream, last update check and, in the view, its open files and inode numbers.
+    static func make(manifest: Manifest, index: FileIndex, store: PackStore, origin: any Origin, wire: WireByteCounter,
+                     settings: Settings, succeeding: Succession?) async throws(StoreError) -> MountedRevision {
+        let logger = settings.logger
+        let downloader = Self.downloader(origin: origin, store: store, chunkSize: manifest.chunkSize, wire: wire, logger: logger)
+        let old = succeeding?.previous.manager
+        let manager = try await settings.io.run { () throws(StoreError) in
+            if let old {
+                // Access times and priorities of the old revision first: the new manager reads them.
+                old.saveAccesses()
+                old.savePriorities()
+                return try ResourceManager(manifest: manifest, store: store, downloader: downloader, limits: settings.limits,
+                                           maximumConcurrentDownloads: settings.maximumConcurrentDownloads, logger: logger,
+                                           io: settings.io, schedule: old.schedule, events: old.events)
+            }
+            return try ResourceManager(manifest: manifest, store: store, downloader: downloader, limits: settings.limits,
+                                       maximumConcurrentDownloads: settings.maximumConcurrentDownloads, logger: logger,
+                                       io: settings.io, schedule: settings.schedule, deferringHashes: true)
+        }
+        let fileSystem: BundleFileSystem
+        if let succeeding, let old {
+            manager.adoptAccessTimes(from: old)
+            let check = old.updateCheck.current
+            if let available = check.availableRevision, let date = check.lastCheck {
+                manager.updateCheck.record(availableRevision: available, at: date)
+            }
+            fileSystem = BundleFileSystem(index: index, manager: manager, logger: logger, inodes: succeeding.inodes,
+                                          previous: succeeding.previous.fileSystem)
+        } else {
+            fileSystem = BundleFileSystem(index: index, manager: manager, logger: logger, passthrough: settings.passthrough)
+        }
+        return MountedRevision(manifest: manifest, index: index, manager: manager, fileSystem: fileSystem, downloader: downloader)
+    }
+
+    /// A revision served without a mount (a control service over a bare manager, in tests):
+    /// its view is an empty tree.
+    static func detached(_ manager: ResourceManager) throws(FileIndexError) -> MountedRevision {
+        let index = try FileIndex(bytes: FileIndexWriter(packCount: manager.manifest.packs.count).encode(root: .directory("")))
+        return MountedRevision(manifest: manager.manifest, index: index, manager: manager,
+                               fileSystem: BundleFileSystem(index: index, manager: manager, logger: manager.logger),
+                               downloader: manager.downloader)
+    }
+}
