@@ -78,18 +78,23 @@ struct IOExecutorTests {
     func deadline() async throws {
         let executor = IOExecutor(name: "test-io", threads: 1)
         let late = Mutex<Int?>(nil)
-        let started = ContinuousClock.now
-        // A call stuck for 3 s, a deadline of 50 ms: an answer well before 3 s can only be the
-        // deadline's (the margin is for a loaded machine).
+        // The call is held until the caller has its answer: had the caller waited for the
+        // call, the answer would come only after the gate's 60 s timeout and `callEnded`
+        // would be set. No timing bound, so a loaded machine cannot fail it.
+        let gate = DispatchSemaphore(value: 0)
+        let callEnded = Atomic<Bool>(false)
         let outcome = await executor.run(deadline: .milliseconds(50), {
-            usleep(3_000_000)
+            _ = gate.wait(timeout: .now() + 60)
+            callEnded.store(true, ordering: .releasing)
             return 42
         }, onLate: { value in late.withLock { $0 = value } })
+        let endedFirst = callEnded.load(ordering: .acquiring)
+        gate.signal()
         guard case .timedOut = outcome else {
             Issue.record("expected timedOut, got \(outcome)")
             return
         }
-        #expect(ContinuousClock.now - started < .milliseconds(2_500), "the caller waited for the stuck call")
+        #expect(!endedFirst, "the caller waited for the stuck call")
         let deadline = ContinuousClock.now + .seconds(20)
         while late.withLock({ $0 }) == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
         #expect(late.withLock { $0 } == 42)
@@ -105,16 +110,28 @@ struct IOExecutorTests {
     @Test("cancelling the waiting task answers cancelled without waiting for the call")
     func cancellation() async throws {
         let executor = IOExecutor(name: "test-io", threads: 1)
-        let task = Task { await executor.run(deadline: .seconds(30), { usleep(3_000_000); return 1 }) }
-        try await Task.sleep(for: .milliseconds(20))
-        let started = ContinuousClock.now
+        let gate = DispatchSemaphore(value: 0)
+        let callStarted = Atomic<Bool>(false)
+        let callEnded = Atomic<Bool>(false)
+        let task = Task {
+            await executor.run(deadline: .seconds(120), {
+                callStarted.store(true, ordering: .releasing)
+                _ = gate.wait(timeout: .now() + 60)
+                callEnded.store(true, ordering: .releasing)
+                return 1
+            })
+        }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while !callStarted.load(ordering: .acquiring), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
         task.cancel()
         let outcome = await task.value
+        let endedFirst = callEnded.load(ordering: .acquiring)
+        gate.signal()
         guard case .cancelled = outcome else {
             Issue.record("expected cancelled, got \(outcome)")
             return
         }
-        #expect(ContinuousClock.now - started < .milliseconds(2_500), "the caller waited for the stuck call")
+        #expect(!endedFirst, "the caller waited for the stuck call")
     }
 }
 
