@@ -57,6 +57,12 @@ struct AutomountTests {
         let listing = try await Command.run("/bin/ls", [travel], timeout: .seconds(60))
         try #require(listing.status == 0, "ls /odr/travel: \(listing.stderr)\nautomount: \(automount.log)")
         #expect(listing.output.split(separator: "\n").contains("README.txt"), "\(listing.output)")
+        // A file held open keeps the mount busy while it is checked and read: on a loaded
+        // machine those steps can outlast the 3 s idle timeout (autofs unmounted it between
+        // the `ls` and the check once). Opening it mounts the bundle again if that happened.
+        var holder = open(travel + "/README.txt", O_RDONLY)
+        #expect(holder >= 0, "open \(travel)/README.txt: errno \(errno)")
+        defer { if holder >= 0 { close(holder) } }
         #expect(automount.mounted(at: travel)?.hasPrefix("fuse") == true, "\(String(describing: automount.mounted(at: travel)))")
         for path in ["README.txt", "levels/1/map.dat", "big.bin"] {
             let read = try await Command.run("/bin/cat", [travel + "/" + path], timeout: .seconds(60))
@@ -69,6 +75,7 @@ struct AutomountTests {
         // Once ready the daemon has left the automounter's process group for a session of its own.
         if let daemon { #expect(getsid(daemon) == daemon, "the daemon \(daemon) is in session \(getsid(daemon))") }
 
+        if holder >= 0 { close(holder); holder = -1 }
         // Unused for the idle timeout (3 s): autofs unmounts it, and the daemon exits.
         let unmounted = await eventually(timeout: .seconds(30)) { automount.mounted(at: travel) == nil }
         #expect(unmounted, "/odr/travel still mounted 30 s after its last use: \(automount.log)")
