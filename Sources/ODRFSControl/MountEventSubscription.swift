@@ -36,7 +36,9 @@ public final class MountEventSubscription: Sendable {
 
     private let state = Mutex(State())
 
-    init(capacity: Int) {
+    /// An empty subscription holding at most `capacity` events: a publisher that is not a
+    /// ``MountEvents`` hub (the mount, which converts its own events) pushes into it.
+    public init(capacity: Int = MountEvents.defaultCapacity) {
         self.capacity = max(capacity, 1)
     }
 

@@ -1,14 +1,14 @@
 import Synchronization
 
-/// The mount's event hub: the owners of what happens (the cache ledger's retains, the
-/// purger's evictions, the download coordinator's fetches) ``publish(_:)`` here, and
-/// each `odrfs events` client or `BundleResourceRequest` subscriber gets its own
-/// bounded ``MountEventSubscription``.
+/// A hub of wire events: a control service that makes ``MountEvent``s itself
+/// ``publish(_:)``es here, and each `odrfs events` client or `BundleResourceRequest`
+/// subscriber gets its own bounded ``MountEventSubscription``. (A mount publishes its own
+/// event type; its control service converts each event once and pushes it into the same
+/// kind of subscription.)
 ///
 /// Publishing costs one atomic load when nobody listens (the event is not even built),
 /// and never blocks: a slow subscriber loses progress events, not the mount's time.
-/// Its lock is a leaf (taken under the cache ledger's lock by retains); it never calls
-/// back into its publishers.
+/// Its lock is a leaf; it never calls back into its publishers.
 public final class MountEvents: Sendable {
     /// Events queued per subscriber at most.
     public static let defaultCapacity = 1024

@@ -35,7 +35,7 @@ extension DownloadCoordinator {
         if let cause { table.metrics.recordFetched(tally.takeUnreported(), cause: cause) }
         for waiter in ready { waiter.resume(.success(progress.file)) }
         observers.changed(pack)
-        table.events.publish(.fetchProgress(table.manifest.pack(pack), received: progress.received.value))
+        table.events.publish(CacheEvent(.fetchProgress(table.manifest.pack(pack), received: progress.received.value)))
     }
 
     /// Counts `bytes` the origin sent for `pack` under its download's current cause.

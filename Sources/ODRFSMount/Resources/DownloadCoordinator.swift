@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import ODRFSControl
 import ODRFSCore
 import ODRFSFetch
 import ODRFSRuntime
@@ -245,7 +244,7 @@ final class DownloadCoordinator: Sendable {
     /// Downloads `pack` from the origin into the cache, with room made first.
     private func fetch(_ pack: PackNumber, _ descriptor: PackDescriptor, tally: DownloadWireTally) async throws(FetchError) {
         try await io.run { () throws(FetchError) in try self.purger.makeRoom(for: pack) }
-        table.events.publish(MountEvent(.fetchStarted, descriptor, bytes: descriptor.bytes.value))
+        table.events.publish(CacheEvent(.fetchStarted(descriptor)))
         let firstByte = FirstByteClock()
         try await downloader.fetch(descriptor, pacing: pacing(for: pack), tally: tally) { progress in
             if let elapsed = firstByte.elapsedOnFirstCall() {
@@ -303,7 +302,7 @@ final class DownloadCoordinator: Sendable {
                 ])
             }
             for waiter in waiters { waiter.resume(.success(file)) }
-            if !adopted { table.events.publish(MountEvent(.fetchFinished, descriptor, bytes: descriptor.bytes.value)) }
+            if !adopted { table.events.publish(CacheEvent(.fetchFinished(descriptor))) }
             // The new pack may have pushed the cache over its limits.
             purger.wake(.afterDownload)
         case .failure(let error):
@@ -314,7 +313,7 @@ final class DownloadCoordinator: Sendable {
             logger.log(level: error.kind == .unreachable ? .debug : .error, "pack fetch failed",
                        metadata: ["pack.id": "\(descriptor.id)", "error": "\(error)", "waiters": "\(waiters.count)"])
             for waiter in waiters { waiter.resume(.failure(error)) }
-            table.events.publish(.fetchFailed(descriptor, error))
+            table.events.publish(CacheEvent(.fetchFailed(descriptor, error)))
             if error.kind != .cancelled { table.metrics.recordFetchError(error.kind) }
         }
     }

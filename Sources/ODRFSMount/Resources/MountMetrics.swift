@@ -1,6 +1,5 @@
 import CoreMetrics
 import Foundation
-import ODRFSControl
 import ODRFSFetch
 import Synchronization
 
@@ -47,7 +46,7 @@ public final class MountMetrics: Sendable {
     private let warmOpen = CoreMetrics.Timer(label: Name.openSeconds, dimensions: [("cache", "warm")])
     private let coldOpen = CoreMetrics.Timer(label: Name.openSeconds, dimensions: [("cache", "cold")])
     private let fetched: [Cause: Counter]
-    private let evictions: [MountEvent.EvictionReason: Counter]
+    private let evictions: [CacheEvent.EvictionReason: Counter]
     /// Time to first byte per origin, smoothed (weight 1/4 to the newest).
     private let roundTrips = Mutex<[String: Double]>([:])
 
@@ -55,7 +54,7 @@ public final class MountMetrics: Sendable {
         fetched = Dictionary(uniqueKeysWithValues: Cause.allCases.map {
             ($0, Counter(label: Name.fetchedBytes, dimensions: [("cause", $0.rawValue)]))
         })
-        evictions = Dictionary(uniqueKeysWithValues: MountEvent.EvictionReason.allCases.map {
+        evictions = Dictionary(uniqueKeysWithValues: CacheEvent.EvictionReason.allCases.map {
             ($0, Counter(label: Name.evictions, dimensions: [("reason", $0.rawValue)]))
         })
     }
@@ -74,7 +73,7 @@ public final class MountMetrics: Sendable {
         Counter(label: Name.fetchErrors, dimensions: [("kind", kind.eventName)]).increment()
     }
 
-    func recordEviction(_ reason: MountEvent.EvictionReason) {
+    func recordEviction(_ reason: CacheEvent.EvictionReason) {
         evictions[reason]?.increment()
     }
 

@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import ODRFSControl
 import ODRFSCore
 import ODRFSFetch
 import ODRFSStore
@@ -160,12 +159,9 @@ final class Purger: Sendable {
     }
 
     /// The `evicted` event for `victim`: why, and the rule of the eviction order that chose it.
-    private func evictedEvent(_ victim: QuotaPolicy.Victim) -> MountEvent {
-        let tags: [String]
-        if case .pack(let index) = victim.key { tags = table.manifest.packs[index].tags.map(\.name) } else { tags = [] }
-        var event = MountEvent(event: .evicted, pack: victim.id, tags: tags, bytes: victim.bytes)
-        event.reason = victim.reason.rawValue
-        event.rule = victim.rule
-        return event
+    private func evictedEvent(_ victim: QuotaPolicy.Victim) -> CacheEvent {
+        let tags: [Tag]
+        if case .pack(let index) = victim.key { tags = table.manifest.packs[index].tags } else { tags = [] }
+        return CacheEvent(.evicted(CacheEvent.Eviction(pack: victim.id, tags: tags, bytes: victim.bytes, reason: victim.reason, rule: victim.rule)))
     }
 }

@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import ODRFSControl
 import ODRFSCore
 import ODRFSFetch
 import ODRFSRuntime
@@ -67,7 +66,7 @@ public final class ResourceManager: Sendable {
         availableBytes: (@Sendable () -> Int64?)? = nil,
         io: IOExecutor = .cache,
         schedule: SchedulerSettings = SchedulerSettings(),
-        events: MountEvents = MountEvents(),
+        events: CacheEvents = CacheEvents(),
         deferringHashes: Bool = false
     ) throws(StoreError) {
         self.manifest = manifest
@@ -94,7 +93,7 @@ public final class ResourceManager: Sendable {
     }
 
     /// Fetches, evictions, retains and releases as they happen (`odrfs events`).
-    public var events: MountEvents { table.events }
+    public var events: CacheEvents { table.events }
     /// Opens, fetched bytes, errors and evictions, through swift-metrics.
     public var metrics: MountMetrics { table.metrics }
 

@@ -1,5 +1,4 @@
 import Foundation
-import ODRFSControl
 import ODRFSCore
 import ODRFSStore
 
@@ -31,7 +30,7 @@ extension CacheLedger {
         let manifest: Manifest
         let limits: CacheLimits
         /// Where retains and releases are announced (its lock is a leaf).
-        let events: MountEvents
+        let events: CacheEvents
         private(set) var slots: [Slot]
         /// Verified packs of other bundle versions, by content hash: evicted first.
         private(set) var orphans: [String: CachedPack]
@@ -53,7 +52,7 @@ extension CacheLedger {
 
         /// Starts from what the cache holds: `verified` by content hash (this version's
         /// packs become local slots, the rest orphans).
-        init(manifest: Manifest, limits: CacheLimits, events: MountEvents, verified: [String: CachedPack], priorityOverrides: [Tag: Double]) {
+        init(manifest: Manifest, limits: CacheLimits, events: CacheEvents, verified: [String: CachedPack], priorityOverrides: [Tag: Double]) {
             self.manifest = manifest
             self.limits = limits
             self.events = events
@@ -84,7 +83,7 @@ extension CacheLedger {
             if slots[index].retainCount == 0 {
                 inUseBytes += bytes(index)
                 crossed = inUseBytes > limits.maximumInUse.value && inUseBytes - bytes(index) <= limits.maximumInUse.value
-                events.publish(MountEvent(.retained, manifest.packs[index], bytes: bytes(index)))
+                events.publish(CacheEvent(.retained(manifest.packs[index])))
             }
             slots[index].retainCount += 1
             slots[index].lastAccess = now.cacheIndexPrecision
@@ -98,7 +97,7 @@ extension CacheLedger {
             slots[index].retainCount -= 1
             if slots[index].retainCount == 0 {
                 inUseBytes -= bytes(index)
-                events.publish(MountEvent(.released, manifest.packs[index], bytes: bytes(index)))
+                events.publish(CacheEvent(.released(manifest.packs[index])))
             }
             return .released(nowUnretained: slots[index].retainCount == 0)
         }

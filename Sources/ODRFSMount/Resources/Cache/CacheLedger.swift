@@ -1,5 +1,4 @@
 import Foundation
-import ODRFSControl
 import ODRFSCore
 import ODRFSStore
 import Synchronization
@@ -35,7 +34,7 @@ final class CacheLedger: Sendable {
     let limits: CacheLimits
     let clock: @Sendable () -> Date
     /// Where retains, releases and evictions are announced (its lock is a leaf, taken under ours).
-    let events: MountEvents
+    let events: CacheEvents
     /// Where the ledger's users count opens, bytes, errors and evictions.
     let metrics: MountMetrics
     private let state: Mutex<State>
@@ -43,7 +42,7 @@ final class CacheLedger: Sendable {
     /// Starts from what the cache holds: `verified` by content hash (this version's packs
     /// become local slots, the rest orphans) and the persisted priority overrides.
     init(manifest: Manifest, limits: CacheLimits, clock: @escaping @Sendable () -> Date,
-         verified: [String: CachedPack], priorityOverrides: [Tag: Double], events: MountEvents = MountEvents(), metrics: MountMetrics = MountMetrics()) {
+         verified: [String: CachedPack], priorityOverrides: [Tag: Double], events: CacheEvents = CacheEvents(), metrics: MountMetrics = MountMetrics()) {
         self.manifest = manifest
         self.events = events
         self.metrics = metrics

@@ -1,5 +1,4 @@
 import Foundation
-import ODRFSControl
 import ODRFSCore
 import ODRFSStore
 
@@ -41,7 +40,7 @@ struct QuotaPolicy: Sendable {
         var bytes: Int64
         var priority: Double
         var lastAccess: Date?
-        var reason: MountEvent.EvictionReason
+        var reason: CacheEvent.EvictionReason
         var rule: String
     }
 
@@ -120,7 +119,7 @@ struct QuotaPolicy: Sendable {
     /// Fills in why and by which rule. A pack only older bundle versions named was left
     /// behind by an update: evicted for it (whatever pressure made room now), unless a
     /// purge asked for it by name.
-    private static func explained(_ victim: Victim, _ reported: MountEvent.EvictionReason) -> Victim {
+    private static func explained(_ victim: Victim, _ reported: CacheEvent.EvictionReason) -> Victim {
         var victim = victim
         victim.reason = victim.priority < 0 && reported != .manual ? .update : reported
         if victim.reason == .manual {
