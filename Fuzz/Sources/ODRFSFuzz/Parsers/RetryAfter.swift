@@ -1,0 +1,1 @@
+../../../../Sources/ODRFSFetch/RetryAfter.swift

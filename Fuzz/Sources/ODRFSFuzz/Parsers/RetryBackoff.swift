@@ -1,1 +1,0 @@
-../../../../Sources/ODRFSFetch/RetryBackoff.swift
