@@ -63,7 +63,10 @@ struct AutomountTests {
         var holder = open(travel + "/README.txt", O_RDONLY)
         #expect(holder >= 0, "open \(travel)/README.txt: errno \(errno)")
         defer { if holder >= 0 { close(holder) } }
-        #expect(automount.mounted(at: travel)?.hasPrefix("fuse") == true, "\(String(describing: automount.mounted(at: travel)))")
+        // A read of /proc/self/mountinfo while other tests mount and unmount can miss an
+        // entry (the kernel's seq_file is read in chunks): look again before failing.
+        let isFUSE = await eventually(timeout: .seconds(10)) { automount.mounted(at: travel)?.hasPrefix("fuse") == true }
+        #expect(isFUSE, "\(String(describing: automount.mounted(at: travel)))")
         for path in ["README.txt", "levels/1/map.dat", "big.bin"] {
             let read = try await Command.run("/bin/cat", [travel + "/" + path], timeout: .seconds(60))
             #expect(read.status == 0 && Array(read.stdout) == TestBundle.files[path], "\(path): \(read.stderr)")
