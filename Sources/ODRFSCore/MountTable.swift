@@ -45,10 +45,24 @@ public struct MountTable: Sendable {
         entries = bytes.split(separator: UInt8(ascii: "\n")).compactMap(Self.parseLine)
     }
 
-    /// The current process's mount table (one read of `/proc/self/mountinfo`; empty if unreadable).
-    public static func current() -> MountTable {
-        let data = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/self/mountinfo"))) ?? Data()
-        return MountTable(parsing: Array(data))
+    /// The current process's mount table (empty if `/proc/self/mountinfo` is unreadable).
+    ///
+    /// The kernel hands the file out a page at a time and drops its lock between pages, so
+    /// one read taken while other mounts come and go is not a snapshot: twice a full test
+    /// run saw a mount that had answered for seconds missing from it. The file is read
+    /// until two reads agree (at most `attempts` times).
+    public static func current(attempts: Int = 6) -> MountTable {
+        var previous = readMountinfo()
+        for _ in 1..<max(attempts, 1) {
+            let next = readMountinfo()
+            if next == previous { break }
+            previous = next
+        }
+        return MountTable(parsing: Array(previous))
+    }
+
+    private static func readMountinfo() -> Data {
+        (try? Data(contentsOf: URL(fileURLWithPath: "/proc/self/mountinfo"))) ?? Data()
     }
 
     /// The last (topmost) mount at `mountpoint`, if any.

@@ -49,13 +49,11 @@ struct MountBasicsTests {
         try await fixture.mount()
         // No waiting: the daemon says ready only after a statfs went through the
         // session, and raises readahead (which INIT resets) before that.
-        let mountinfo = try String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)
-        let fields = try #require(mountinfo.split(separator: "\n").map { $0.split(separator: " ") }
-            .last { $0.count > 4 && $0[4] == fixture.mountpoint[...] })
-        let readahead = try String(contentsOfFile: "/sys/class/bdi/\(fields[2])/read_ahead_kb", encoding: .utf8)
+        let entry = try #require(await fixture.mountTableEntry())
+        let readahead = try String(contentsOfFile: "/sys/class/bdi/\(entry.device)/read_ahead_kb", encoding: .utf8)
         #expect(readahead == "4096\n")
         // Reads just under the splice pipe's size, or libfuse copies every large reply.
-        #expect(fields.joined(separator: " ").contains("max_read=\(MountOptions.spliceSafeMaxRead())"))
+        #expect(entry.superOptions.contains("max_read=\(MountOptions.spliceSafeMaxRead())"), "\(entry.superOptions)")
     }
 
     @Test("the connection takes 64 background requests, so reads waiting on a download cannot hold back closes")
@@ -70,11 +68,9 @@ struct MountBasicsTests {
             let mounted = try await Command.run("/bin/mount", ["-t", "fusectl", "fusectl", connections])
             try #require(mounted.status == 0 || mounted.stderr.contains("already mounted"), "\(mounted.stderr)")
         }
-        let mountinfo = try String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)
-        let fields = try #require(mountinfo.split(separator: "\n").map { $0.split(separator: " ") }
-            .last { $0.count > 4 && $0[4] == fixture.mountpoint[...] })
+        let entry = try #require(await fixture.mountTableEntry())
         // The connection directory is named by the device number (major 0 for FUSE).
-        let minor = try #require(fields[2].split(separator: ":").last)
+        let minor = try #require(entry.device.split(separator: ":").last)
         let read = { (name: String) in try String(contentsOfFile: "\(connections)/\(minor)/\(name)", encoding: .utf8) }
         #expect(try read("max_background") == "64\n")
         #expect(try read("congestion_threshold") == "48\n")

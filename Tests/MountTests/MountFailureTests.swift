@@ -150,7 +150,17 @@ extension MountFixture {
             defer { free(pointer) }
             return String(cString: pointer)
         } ?? path
-        let table = (try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)) ?? ""
-        return table.split(separator: "\n").contains { $0.split(separator: " ").count > 4 && $0.split(separator: " ")[4] == resolved }
+        return MountTable.current().entry(at: resolved) != nil
+    }
+
+    /// This fixture's entry in the mount table, looked for (bounded) until it shows: a
+    /// read of the table while parallel tests mount and unmount has missed it.
+    func mountTableEntry(timeout: Duration = .seconds(5)) async -> MountTable.Entry? {
+        var entry: MountTable.Entry?
+        _ = await eventually(timeout: timeout) {
+            entry = MountTable.current().entry(at: self.mountpoint)
+            return entry != nil
+        }
+        return entry
     }
 }
