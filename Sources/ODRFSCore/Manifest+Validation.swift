@@ -34,6 +34,7 @@ extension Manifest {
         guard first.tags.isEmpty else {
             throw ManifestError(.inconsistent, "the base pack must have no tags, has \(first.tags.map(\.name))")
         }
+        try validateVariants()
         let declaredTags = Set(tags.map(\.tag))
         var seen = Set<PackID>()
         // The cache is keyed by content hash: two packs with one hash would share a file, and
@@ -77,14 +78,23 @@ extension Manifest {
         for tag in pack.tags where !declaredTags.contains(tag) {
             throw ManifestError(.unknownTag, "pack '\(pack.id)' has tag '\(tag)', which is not in tags")
         }
-        guard position == 0 || pack.id == PackID(tags: pack.tags), pack.tags == Array(Set(pack.tags)).sorted() else {
-            throw ManifestError(.inconsistent, "pack '\(pack.id)' does not match its tags \(pack.tags.map(\.name)) (expected id '\(PackID(tags: pack.tags))')")
+        let variant = pack.variantAssignment
+        guard position == 0 || pack.id == PackID(tags: pack.tags, variant: variant), pack.tags == Array(Set(pack.tags)).sorted() else {
+            throw ManifestError(.inconsistent, "pack '\(pack.id)' does not match its tags \(pack.tags.map(\.name)) and variant '\(variant)' (expected id '\(PackID(tags: pack.tags, variant: variant))')")
+        }
+        if position == 0, !variant.isEmpty {
+            throw ManifestError(.inconsistent, "the base pack must have no variant, has '\(variant)'")
+        }
+        for pair in variant.values {
+            guard let declaration = variantDeclarations.first(where: { $0.key == pair.key }), declaration.values.contains(pair.value) else {
+                throw ManifestError(.inconsistent, "pack '\(pack.id)' has variant \(pair.key)=\(pair.value), which the manifest's variants do not declare")
+            }
         }
         if position > 1, let previous, !(previous.id < pack.id) {
             throw ManifestError(.misplacedPack, "packs after the base pack must be sorted by id: '\(pack.id)' comes after '\(previous.id)'")
         }
-        if position > 0, pack.tags.isEmpty {
-            throw ManifestError(.duplicatePack, "pack '\(pack.id)' has no tags; only the base pack may be untagged")
+        if position > 0, pack.tags.isEmpty, variant.isEmpty {
+            throw ManifestError(.duplicatePack, "pack '\(pack.id)' has no tags and no variant; only the base pack may be untagged")
         }
     }
 
@@ -104,6 +114,21 @@ extension Manifest {
             guard total <= BundleLimits.maxTotalBytes else {
                 throw ManifestError(.tooLarge, "packs add up to more than \(BundleLimits.maxTotalBytes.value) bytes (at pack '\(pack.id)')")
             }
+        }
+    }
+
+    /// ``variants``: bounded, keys unique, each declaration consistent.
+    private func validateVariants() throws(ManifestError) {
+        guard let variants else { return }
+        guard variants.count <= VariantDeclaration.maximumKeys else {
+            throw ManifestError(.tooLarge, "declares \(variants.count) variant keys; the limit is \(VariantDeclaration.maximumKeys)")
+        }
+        var keys = Set<VariantKey>()
+        for declaration in variants {
+            guard keys.insert(declaration.key).inserted else {
+                throw ManifestError(.inconsistent, "variant key '\(declaration.key)' is declared twice")
+            }
+            if let problem = declaration.problem { throw ManifestError(.inconsistent, problem) }
         }
     }
 

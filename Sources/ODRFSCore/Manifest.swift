@@ -43,6 +43,10 @@ public struct Manifest: Codable, Sendable, Equatable {
     /// ``maximumMirrors``, each an http(s) URL of at most ``maximumMirrorURLBytes`` bytes of
     /// printable ASCII.
     public var mirrors: [String]?
+    /// The variant keys of the bundle with their values, defaults and rules, in declared
+    /// order (see ``VariantDeclaration``); absent when the bundle has none. At most
+    /// ``VariantDeclaration/maximumKeys``.
+    public var variants: [VariantDeclaration]?
 
     /// Bounds on ``mirrors``: the manifest is hostile input.
     public static let maximumMirrors = 16
@@ -82,6 +86,7 @@ public struct Manifest: Codable, Sendable, Equatable {
         revision = try container.decodeIfPresent(Int64.self, forKey: .revision) ?? Self.unrevisioned
         expires = try container.decodeIfPresent(Int64.self, forKey: .expires)
         mirrors = try container.decodeIfPresent([String].self, forKey: .mirrors)
+        variants = try container.decodeIfPresent([VariantDeclaration].self, forKey: .variants)
     }
 
     /// The bundle version of a bundle with this index and these packs. Pack ids take part so that
@@ -152,6 +157,9 @@ public struct Manifest: Codable, Sendable, Equatable {
     public func packs(for tag: Tag) -> [PackNumber] {
         packs.indices.filter { packs[$0].tags.contains(tag) }.map { PackNumber(UInt32($0)) }
     }
+
+    /// The declared variant keys; empty when the bundle has none.
+    public var variantDeclarations: [VariantDeclaration] { variants ?? [] }
 
     /// The tag's preservation priority, 0 when the tag is unknown.
     public func preservationPriority(of tag: Tag) -> Double {

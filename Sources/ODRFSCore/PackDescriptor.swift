@@ -20,6 +20,9 @@ public struct PackDescriptor: Codable, Sendable, Equatable {
     /// How `file` is compressed (`packs/<sha256>.tar.zst`); nil for a plain tar. Read it
     /// through ``FrameTable``. `bytes`, `sha256` and `chunks` always describe the tar.
     public var compression: PackCompression?
+    /// The variant of every file in this pack (`{"tcf": "astc"}`); nil for files outside
+    /// every variant directory. Part of ``id``: `Level1[tcf=astc]`.
+    public var variant: VariantAssignment?
 
     /// What a download is verified against, in one digest: SHA-256 over the size (8 bytes,
     /// little-endian) and every chunk hash (as its 64 hex digits). The cache records it with each pack file, so a
@@ -35,7 +38,7 @@ public struct PackDescriptor: Codable, Sendable, Equatable {
     }
 
     public init(id: PackID, tags: [Tag], file: String, bytes: ByteCount, sha256: ContentHash,
-                chunks: [ContentHash], files: Int, compression: PackCompression? = nil) {
+                chunks: [ContentHash], files: Int, compression: PackCompression? = nil, variant: VariantAssignment? = nil) {
         self.id = id
         self.tags = tags
         self.file = file
@@ -44,7 +47,11 @@ public struct PackDescriptor: Codable, Sendable, Equatable {
         self.chunks = chunks
         self.files = files
         self.compression = compression
+        self.variant = variant?.isEmpty == true ? nil : variant
     }
+
+    /// ``variant``, or ``VariantAssignment/none``.
+    public var variantAssignment: VariantAssignment { variant ?? .none }
 }
 
 /// Where the manifest finds the bundle's file index (see ``FileIndex``).
