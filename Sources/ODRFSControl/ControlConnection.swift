@@ -170,6 +170,10 @@ final class ControlConnection: Sendable {
                 var reply = ControlResponse.success(id)
                 reply.trace = try await service.trace(sessions: sessions)
                 send(reply)
+            case .variant(let preferences):
+                var reply = ControlResponse.success(id)
+                reply.variant = try await service.switchVariants(to: preferences)
+                send(reply)
             }
         } catch {
             send(.failure(id, error))

@@ -1,3 +1,5 @@
+import ODRFSCore
+
 /// One client → daemon message: a client-chosen `id` and an operation.
 /// See the protocol article in the module documentation for the wire form.
 public struct ControlRequest: Sendable, Equatable {
@@ -45,6 +47,10 @@ public enum ControlOperation: Sendable, Equatable {
     /// `trace`: reply carries `trace`, the first needs of the newest `sessions` mount
     /// sessions (1: this one), oldest first (`odrfs trace`).
     case trace(sessions: Int)
+    /// `variant`: serve these variant preferences from now on (each key's values in order
+    /// of preference; keys not named keep theirs); reply carries `variant`, a
+    /// ``VariantReport`` (`odrfs variant`).
+    case variant(preferences: VariantPreferences)
 
     /// Whether the operation changes the mount or reads what only its owner may see: on
     /// a mount shared with every local user, only the owner and root may do it
@@ -52,7 +58,7 @@ public enum ControlOperation: Sendable, Equatable {
     /// end with the connection), are everyone's.
     public var changesTheMount: Bool {
         switch self {
-        case .prioritySet, .purge, .update, .trace: true
+        case .prioritySet, .purge, .update, .trace, .variant: true
         case .status, .request, .end, .priorityGet, .cancel, .watchDisk, .watchEvents: false
         }
     }
@@ -71,6 +77,7 @@ public enum ControlOperation: Sendable, Equatable {
         case .update: "update"
         case .watchEvents: "watch-events"
         case .trace: "trace"
+        case .variant: "variant"
         }
     }
 }
@@ -93,6 +100,7 @@ struct WireRequest: Codable {
     var all: Bool?
     var check: Bool?
     var sessions: Int?
+    var variants: [String: [String]]?
 }
 
 extension ControlRequest {
@@ -118,6 +126,8 @@ extension ControlRequest {
             wire.check = check
         case .trace(let sessions):
             wire.sessions = sessions
+        case .variant(let preferences):
+            wire.variants = preferences.wire
         }
         return wire
     }
@@ -163,8 +173,17 @@ extension ControlRequest {
                 throw ControlError(.badRequest, "'trace' takes \"sessions\": 1…\(ControlOperation.maximumTraceSessions)")
             }
             operation = .trace(sessions: sessions)
+        case "variant":
+            guard let variants = wire.variants else {
+                throw ControlError(.badRequest, "'variant' needs \"variants\": an object of keys to arrays of values")
+            }
+            do {
+                operation = .variant(preferences: try VariantPreferences(wire: variants))
+            } catch {
+                throw ControlError(.badRequest, "'variant': \(error.reason)")
+            }
         case nil: throw ControlError(.badRequest, "the message has no \"op\"")
-        case let op?: throw ControlError(.badRequest, "unknown op '\(op)'; v1 knows status, request, end, priority.get, priority.set, purge, cancel, watch-disk, watch-events, trace, update")
+        case let op?: throw ControlError(.badRequest, "unknown op '\(op)'; v1 knows status, request, end, priority.get, priority.set, purge, cancel, watch-disk, watch-events, trace, update, variant")
         }
         self.init(id: id, operation: operation)
     }

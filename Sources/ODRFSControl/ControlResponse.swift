@@ -43,6 +43,8 @@ public struct ControlResponse: Codable, Sendable, Equatable {
     public var purge: PurgeSummary?
     /// `update` replies.
     public var update: UpdateReport?
+    /// `variant` replies.
+    public var variant: VariantReport?
     /// `mount` events (`watch-events`).
     public var mount: MountEvent?
     /// `trace` replies: one array of first needs per session, oldest first.
@@ -99,7 +101,7 @@ public struct ControlResponse: Codable, Sendable, Equatable {
     public var isReply: Bool { ok != nil }
 
     private enum CodingKeys: String, CodingKey {
-        case v, id, ok, error, event, completed, total, availableBytes, minimumFree, status, packs, priorities, purge, update, mount, trace
+        case v, id, ok, error, event, completed, total, availableBytes, minimumFree, status, packs, priorities, purge, update, variant, mount, trace
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -118,6 +120,7 @@ public struct ControlResponse: Codable, Sendable, Equatable {
         try container.encodeIfPresent(priorities, forKey: .priorities)
         try container.encodeIfPresent(purge, forKey: .purge)
         try container.encodeIfPresent(update, forKey: .update)
+        try container.encodeIfPresent(variant, forKey: .variant)
         try container.encodeIfPresent(mount, forKey: .mount)
         try container.encodeIfPresent(trace, forKey: .trace)
     }

@@ -47,6 +47,9 @@ public protocol ControlService: Sendable {
     func mountEvents() -> MountEventSubscription?
     /// The access traces of the newest `sessions` mount sessions, oldest first.
     func trace(sessions: Int) async throws(ControlError) -> [[TraceEntry]]
+    /// Serves `preferences` from now on, with the live-update machinery (see
+    /// `ControlService+Variant.swift`).
+    func switchVariants(to preferences: VariantPreferences) async throws(ControlError) -> VariantReport
 }
 
 extension ControlService {

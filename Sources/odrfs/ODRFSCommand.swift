@@ -22,7 +22,7 @@ struct ODRFSCommand: AsyncParsableCommand {
         version: ODRFSVersion.description,
         subcommands: [
             BuildCommand.self, ServeCommand.self, MountCommand.self, UnmountCommand.self, StatusCommand.self,
-            RequestCommand.self, PriorityCommand.self, PurgeCommand.self, UpdateCommand.self, EventsCommand.self, TraceCommand.self, KeygenCommand.self, ProbeCommand.self,
+            RequestCommand.self, PriorityCommand.self, PurgeCommand.self, UpdateCommand.self, VariantCommand.self, EventsCommand.self, TraceCommand.self, KeygenCommand.self, ProbeCommand.self,
             ConfigCommand.self,
         ]
     )
