@@ -3,14 +3,14 @@ import Foundation
 import ODRFSControl
 import ODRFSCore
 
-/// `odrfs variant <mountpoint> KEY=VALUE[,VALUE…]… [--json]`: change which variants a
+/// `odrfs variant <mountpoint> KEY=VALUE[,VALUE...]… [--json]`: change which variants a
 /// running mount serves.
 struct VariantCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "variant",
-        abstract: "Change the variants (texture format, language, tier…) a running mount serves.",
+        abstract: "Change the variants (texture format, language, tier) a running mount serves.",
         discussion: """
-            Each KEY=VALUE[,VALUE…] names a key the bundle declares and its values in order of \
+            Each KEY=VALUE[,VALUE...] names a key the bundle declares and its values in order of \
             preference; keys not named keep their selection. The switch uses the live-update \
             machinery: new opens see the new variants at once, open files keep their bytes, the \
             new variants' packs that replace local or retained ones download first, and the old \
@@ -21,7 +21,7 @@ struct VariantCommand: AsyncParsableCommand {
     @Argument(help: "The mountpoint.")
     var mountpoint: String
 
-    @Argument(help: "KEY=VALUE[,VALUE…]: a variant key and its values in order of preference.")
+    @Argument(help: "KEY=VALUE[,VALUE...]: a variant key and its values in order of preference.")
     var selections: [String]
 
     @Flag(name: .long, help: "Print one JSON object (variants, changed_packs, download_bytes).")
