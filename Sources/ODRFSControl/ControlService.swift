@@ -66,14 +66,15 @@ extension ControlService {
 public struct RetainToken: Sendable, Hashable {
     /// The retained packs (manifest pack numbers).
     public let packs: [UInt32]
-    /// The manifest revision whose pack numbers these are: a mount that switched revisions
-    /// since releases them in the revision that retained them.
-    public let revision: Int64?
+    /// The served view (a revision with a variant selection) whose pack numbers these
+    /// are: a mount that switched views since (an update, `odrfs variant`) releases them
+    /// in the view that retained them.
+    public let generation: Int64?
 
-    /// A token for `packs` of `revision`.
-    public init(packs: [UInt32], revision: Int64? = nil) {
+    /// A token for `packs` of view `generation`.
+    public init(packs: [UInt32], generation: Int64? = nil) {
         self.packs = packs
-        self.revision = revision
+        self.generation = generation
     }
 }
 

@@ -90,8 +90,8 @@ struct BundleUpdaterTests {
         #expect(current.manager !== first.manager)
         #expect(current.index.lookup(path: "level/one.bin") != nil)
         // The old manager stays reachable for the retains it owns.
-        #expect(mounted.revisions.manager(revision: 1) === first.manager)
-        #expect(mounted.revisions.manager(revision: 2) === current.manager)
+        #expect(mounted.revisions.manager(generation: 1) === first.manager)
+        #expect(mounted.revisions.manager(generation: 2) === current.manager)
         await mounted.shutdown()
     }
 

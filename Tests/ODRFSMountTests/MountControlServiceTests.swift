@@ -94,7 +94,7 @@ struct MountControlServiceTests {
         let token = try await service.beginAccessing(tags: ["Level1"], loadingPriority: .value(0.5),
                                                      progress: ProgressSink { done, total in reports.withLock { $0.append((done, total)) } })
         #expect(Set(token.packs) == [level1.rawValue, shared.rawValue])
-        #expect(token.revision == bundle.manifest.revision)
+        #expect(token.generation == manager.generation)
         let total = bundle.manifest.pack(level1).bytes.value + bundle.manifest.pack(shared).bytes.value
         #expect(reports.withLock { $0.last.map { $0 == (total, total) } } == true, "the last report says everything is local")
         #expect(manager.status()[Int(level1.rawValue)].retainCount == 1)

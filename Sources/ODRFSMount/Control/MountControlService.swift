@@ -70,8 +70,8 @@ public final class MountControlService: ControlService {
             let retained = try await manager.beginAccessing(tags, priority: priority)
             let (done, total) = manager.progress(of: packs)
             progress.report(completed: done, total: total)
-            let token = RetainToken(packs: retained.map(\.rawValue), revision: manager.manifest.revision)
-            revisions.held.began(token, tags: tags, revision: manager.manifest.revision)
+            let token = RetainToken(packs: retained.map(\.rawValue), generation: manager.generation)
+            revisions.held.began(token, tags: tags, generation: manager.generation)
             return token
         } catch {
             throw Self.controlError(error)
@@ -83,8 +83,8 @@ public final class MountControlService: ControlService {
             let manager = self.manager
             let tags = tags.map(Tag.init)
             guard let packs = try manager.beginAccessingIfLocal(tags) else { return nil }
-            let token = RetainToken(packs: packs.map(\.rawValue), revision: manager.manifest.revision)
-            revisions.held.began(token, tags: tags, revision: manager.manifest.revision)
+            let token = RetainToken(packs: packs.map(\.rawValue), generation: manager.generation)
+            revisions.held.began(token, tags: tags, generation: manager.generation)
             return token
         } catch {
             throw Self.controlError(error)
@@ -92,13 +92,13 @@ public final class MountControlService: ControlService {
     }
 
     public func endAccessing(_ token: RetainToken) {
-        // What the request holds now (an update may have moved it to a newer revision),
+        // What the request holds now (an update or a variant switch may have moved it to a newer view),
         // released in the revision whose pack numbers they are.
         if let hold = revisions.held.ended(token) {
-            (revisions.manager(revision: hold.revision) ?? manager).endAccessing(hold.packs)
+            (revisions.manager(generation: hold.generation) ?? manager).endAccessing(hold.packs)
             return
         }
-        let owner = token.revision.flatMap { revisions.manager(revision: $0) } ?? manager
+        let owner = token.generation.flatMap { revisions.manager(generation: $0) } ?? manager
         owner.endAccessing(token.packs.map(PackNumber.init))
     }
 

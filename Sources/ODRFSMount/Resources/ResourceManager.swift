@@ -48,6 +48,10 @@ public final class ResourceManager: Sendable {
     let schedule: SchedulerSettings
     /// Packs whose cached copies wait in `unverified/` for ``verifyUnverifiedPacks()``.
     let unverified: [PackNumber]
+    /// Which of the mount's served views this manager's pack numbers belong to: 1 at mount,
+    /// one more at each switch (an update, or `odrfs variant`, which keeps the revision
+    /// number). Retains taken in one view are released in it (``MountRevisions``).
+    public let generation: Int64
 
     /// Reconciles the cache with the index, then starts with what is verified on disk.
     /// Blocking (it may hash cached files): call it on the I/O executor.
@@ -67,9 +71,11 @@ public final class ResourceManager: Sendable {
         io: IOExecutor = .cache,
         schedule: SchedulerSettings = SchedulerSettings(),
         events: CacheEvents = CacheEvents(),
-        deferringHashes: Bool = false
+        deferringHashes: Bool = false,
+        generation: Int64 = 1
     ) throws(StoreError) {
         self.manifest = manifest
+        self.generation = generation
         tagPacks = TagPackIndex(manifest)
         self.limits = limits
         self.store = store

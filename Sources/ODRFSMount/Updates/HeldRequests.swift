@@ -8,19 +8,19 @@ import Synchronization
 /// lets go of the old ones, and its end releases whatever it holds then.
 ///
 /// Keyed by the token the control server holds and hands back once at the end; identical
-/// tokens (same packs, same revision) are interchangeable, so each key keeps a list.
+/// tokens (same packs, same view) are interchangeable, so each key keeps a list.
 final class HeldRequests: Sendable {
     struct Hold: Sendable {
         var tags: [Tag]
-        /// The revision whose pack numbers `packs` are.
-        var revision: Int64
+        /// The view (``ResourceManager/generation``) whose pack numbers `packs` are.
+        var generation: Int64
         var packs: [PackNumber]
     }
 
     private let holds = Mutex<[RetainToken: [Hold]]>([:])
 
-    func began(_ token: RetainToken, tags: [Tag], revision: Int64) {
-        let hold = Hold(tags: tags, revision: revision, packs: token.packs.map(PackNumber.init))
+    func began(_ token: RetainToken, tags: [Tag], generation: Int64) {
+        let hold = Hold(tags: tags, generation: generation, packs: token.packs.map(PackNumber.init))
         holds.withLock { $0[token, default: []].append(hold) }
     }
 
@@ -39,16 +39,16 @@ final class HeldRequests: Sendable {
     /// local: an update fetches every pack retained before it) and returns the retains it
     /// had, for the caller to release in their own revision.
     func carryOver(to manager: ResourceManager) -> [Hold] {
-        let revision = manager.manifest.revision
+        let generation = manager.generation
         return holds.withLock { holds in
             var released: [Hold] = []
             for (token, list) in holds {
                 holds[token] = list.map { hold in
-                    guard hold.revision != revision else { return hold }
+                    guard hold.generation != generation else { return hold }
                     released.append(hold)
                     // A tag the new revision lacks, or packs not local: the hold ends up holding nothing.
                     let packs = (try? manager.beginAccessingIfLocal(hold.tags)).flatMap { $0 } ?? []
-                    return Hold(tags: hold.tags, revision: revision, packs: packs)
+                    return Hold(tags: hold.tags, generation: generation, packs: packs)
                 }
             }
             return released

@@ -27,11 +27,11 @@ final class MountRevisions: Sendable {
     /// The revision served now.
     var current: MountedRevision { fileSystem.served }
 
-    /// The manager that served `revision`, current or retired.
-    func manager(revision: Int64) -> ResourceManager? {
+    /// The manager of the view `generation` (``ResourceManager/generation``), current or retired.
+    func manager(generation: Int64) -> ResourceManager? {
         let current = self.current
-        if current.revision == revision { return current.manager }
-        return retired.withLock { $0.first { $0.manifest.revision == revision } }
+        if current.manager.generation == generation { return current.manager }
+        return retired.withLock { $0.first { $0.generation == generation } }
     }
 
     /// Serves `next` from now on: the revision it replaces is retired (its manager keeps
@@ -50,7 +50,7 @@ final class MountRevisions: Sendable {
     /// served): new retains first, then the old ones are released in their own revision.
     private func carryOverHeldRequests(to manager: ResourceManager) {
         for hold in held.carryOver(to: manager) {
-            self.manager(revision: hold.revision)?.endAccessing(hold.packs)
+            self.manager(generation: hold.generation)?.endAccessing(hold.packs)
         }
     }
 }

@@ -88,7 +88,8 @@ public final class MountedRevision: Sendable {
                 old.savePriorities()
                 return try ResourceManager(manifest: manifest, store: store, downloader: downloader, limits: settings.limits,
                                            maximumConcurrentDownloads: settings.maximumConcurrentDownloads, logger: logger,
-                                           io: settings.io, schedule: old.schedule, events: old.events)
+                                           io: settings.io, schedule: old.schedule, events: old.events,
+                                       generation: old.generation + 1)
             }
             return try ResourceManager(manifest: manifest, store: store, downloader: downloader, limits: settings.limits,
                                        maximumConcurrentDownloads: settings.maximumConcurrentDownloads, logger: logger,
