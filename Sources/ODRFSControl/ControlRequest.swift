@@ -174,8 +174,8 @@ extension ControlRequest {
             }
             operation = .trace(sessions: sessions)
         case "variant":
-            guard let variants = wire.variants else {
-                throw ControlError(.badRequest, "'variant' needs \"variants\": an object of keys to arrays of values")
+            guard let variants = wire.variants, !variants.isEmpty else {
+                throw ControlError(.badRequest, "'variant' needs \"variants\": a non-empty object of keys to arrays of values")
             }
             do {
                 operation = .variant(preferences: try VariantPreferences(wire: variants))

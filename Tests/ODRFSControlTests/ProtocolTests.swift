@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 @testable import ODRFSControl
+import ODRFSCore
 import Testing
 
 @Suite struct ProtocolTests {
@@ -14,6 +15,7 @@ import Testing
             .request(tags: ["Iceland"], loadingPriority: .value(0.25), conditional: true), .end(request: 3),
             .priorityGet(tags: ["Italy"]), .prioritySet(tags: ["Italy"], value: 0.75), .purge(tags: nil),
             .purge(tags: ["Rome"]), .cancel(request: 9), .watchDisk, .watchEvents, .trace(sessions: 1), .trace(sessions: 7),
+            .variant(preferences: try VariantPreferences(arguments: ["tcf=astc,etc2", "locale=it"])),
         ]
         for (offset, operation) in operations.enumerated() {
             let request = ControlRequest(id: offset, operation: operation)
@@ -62,6 +64,26 @@ import Testing
             #expect(try ControlProtocol.decodeResponse(ControlProtocol.encode(response)) == response)
         }
         #expect(status.status?.tags.first?.state == .downloading)
+    }
+
+    @Test func variantRequestsAreCheckedAndRepliesKeepTheContractOrder() throws {
+        let request = try decode(#"{"v":1,"id":3,"op":"variant","variants":{"tcf":["astc","bc7"],"locale":["it"]}}"#).get()
+        #expect(request.operation == .variant(preferences: try VariantPreferences(wire: ["tcf": ["astc", "bc7"], "locale": ["it"]])))
+        #expect(request.operation.changesTheMount, "only the owner and root may switch a shared mount's variants")
+        for bad in [#""variants":{}"#, #""variants":{"tcf":[]}"#, #""variants":{"TCF":["astc"]}"#,
+                    #""variants":{"tcf":["as tc"]}"#, #""variants":{"tcf":[""]}"#, #""variants":{"a_b":["x"]}"#, #""variants":[]"#, ""] {
+            let text = #"{"v":1,"id":3,"op":"variant""# + (bad.isEmpty ? "" : "," + bad) + "}"
+            let failure = try #require(decode(text).failureValue, "accepted \(text)")
+            #expect(failure.error.code == .badRequest, "\(text)")
+            #expect(failure.id == 3)
+        }
+        var reply = ControlResponse.success(3)
+        reply.variant = VariantReport(variants: ["tcf": "astc"], changedPacks: ["Level1[tcf=astc]"], downloadBytes: 42)
+        #expect(try ControlProtocol.decodeResponse(ControlProtocol.encode(reply)) == reply)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        let text = String(decoding: try encoder.encode(try #require(reply.variant)), as: UTF8.self)
+        #expect(text == #"{"variants":{"tcf":"astc"},"changed_packs":["Level1[tcf=astc]"],"download_bytes":42}"#, "\(text)")
     }
 
     @Test func malformedJSONIsABadRequestWithoutID() {
