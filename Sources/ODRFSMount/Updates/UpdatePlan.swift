@@ -6,8 +6,9 @@ import ODRFSFetch
 /// packs changed, which of them this mount fetches, and for each how it is assembled.
 ///
 /// A pack changed when no pack of the mounted revision has its content hash. Of the changed
-/// packs, a mount fetches those whose id names a pack that is local (or retained) now, plus
-/// the base pack and the initial-install tags' packs, which a mount always keeps local;
+/// packs, a mount fetches those whose tag set is that of a pack local (or retained) now,
+/// plus the untagged packs (the base and its variants) and the initial-install tags' packs,
+/// which a mount always keeps local;
 /// the others stay remote and download on first open, as before.
 ///
 /// For each fetched pack a ``PackAssemblyPlan`` says which bytes the cache already holds
@@ -52,11 +53,15 @@ struct UpdatePlan: Sendable {
         let mountedHashes = Set(mounted.packs.map(\.sha256))
         let changed = available.packs.indices.filter { !mountedHashes.contains(available.packs[$0].sha256) }
             .map { PackNumber(UInt32($0)) }
-        let localIDs = Set(local.compactMap { mounted.packIfPresent($0)?.id })
+        // By tag set, not id: a variant switch replaces `Level1[tcf=bc7]` with
+        // `Level1[tcf=astc]`, the same tags' files in another variant. Without variants a
+        // tag set is an id.
+        let localTagSets = Set(local.compactMap { mounted.packIfPresent($0)?.tags })
         let kept = Set(available.initialInstall.flatMap { available.packs(for: $0) })
         let fetched = changed.filter { number in
-            let id = available.pack(number).id
-            return id == .base || kept.contains(number) || localIDs.contains(id)
+            let tags = available.pack(number).tags
+            // Untagged packs (the base, and its variants) are always local.
+            return tags.isEmpty || kept.contains(number) || localTagSets.contains(tags)
         }
         let files = filesByPack(Set(fetched), in: availableIndex)
         var spans = reusableSpans(of: Set(fetched), mounted: mountedIndex, local: local, available: availableIndex)
