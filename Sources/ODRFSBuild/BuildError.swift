@@ -13,6 +13,8 @@ public struct BuildError: Error, CustomStringConvertible {
         case outputNotReplaceable
         case outputInsideResourceRoot
         case tooLarge
+        /// A variant directory that breaks a rule of ``VariantLayout``.
+        case invalidVariant
         case io
     }
 

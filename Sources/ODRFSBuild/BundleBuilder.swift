@@ -10,7 +10,8 @@ import ODRFSCore
 ///
 /// 1. Load the spec (`--spec`, else `odr.yaml` at the root, else no tags at all).
 /// 2. Scan the resource root with lstat, sorted by name bytes.
-/// 3. Plan packs by exact tag set; base first.
+/// 3. Plan packs by exact tag set and variant (``VariantLayout``, when the spec declares
+///    variants); base first.
 /// 4. Lock the dist dir (see ``OutputDirectory``) and write every pack
 ///    (`packs/<sha256>.tar`, or `packs/<sha256>.tar.zst` compressed by chunk, see
 ///    ``PackCompressor``; `<sha256>` is always the uncompressed tar's) and the file index (`index/<sha256>.odrx`) next to the objects
@@ -68,7 +69,8 @@ public struct BundleBuilder: Sendable {
         let (spec, specRelative) = try loadSpec(root: root, warnings: &warnings)
         let tree = try ResourceScanner(root: root, skippedPath: specRelative).scan()
         try tree.checkSymlinks(resourceRoot: root)
-        let plan = PackPlan(tree: tree, spec: spec)
+        let layout = spec.variants.isEmpty ? nil : try VariantLayout(tree: tree, declarations: spec.variants)
+        let plan = PackPlan(tree: tree, spec: spec, layout: layout)
         warnings += plan.warnings
 
         let lock = try output.open()

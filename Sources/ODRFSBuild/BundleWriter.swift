@@ -55,7 +55,7 @@ struct BundleWriter {
             for (path, placement) in result.placements { placements[path] = placement }
             descriptors.append(PackDescriptor(id: pack.id, tags: pack.tags, file: file, bytes: result.digests.bytes,
                                               sha256: result.digests.sha256, chunks: result.digests.chunks, files: pack.files.count,
-                                              compression: compressed))
+                                              compression: compressed, variant: pack.variant))
             rows.append(BuildReport.Row(id: pack.id, tags: pack.tags, files: pack.files.count, bytes: result.digests.bytes,
                                         compressedBytes: compressed?.bytes))
             if result.digests.bytes > BundleBuilder.packSizeWarning {
@@ -94,15 +94,24 @@ struct BundleWriter {
             TagDescriptor(tag: rule.tag, preservationPriority: spec.preservation[rule.tag] ?? 0, packs: packsByTag[rule.tag] ?? [])
         }
         let index = IndexReference(file: indexFile, bytes: indexSize, sha256: indexHash, entries: tree.allPaths.count + 1)
-        let manifest = Manifest(bundleVersion: Manifest.computeBundleVersion(index: indexHash, packs: descriptors),
+        var manifest = Manifest(bundleVersion: Manifest.computeBundleVersion(index: indexHash, packs: descriptors),
                                 chunkSize: chunkSize, index: index, packs: descriptors, tags: tags,
                                 initialInstall: spec.initialInstall, prefetch: BundleBuilder.prefetchList(spec, learned: learnedPrefetch),
                                 revision: revision, expires: expires)
+        manifest.variants = spec.variants.isEmpty ? nil : spec.variants
         // What every mount will check, checked here first: a bundle beyond BundleLimits or
         // otherwise unmountable fails the build instead of every mount.
         let encoded = manifest.encoded()
         do {
-            try FileIndex(bytes: indexBytes).validate(against: Manifest.decode(encoded))
+            let decoded = try Manifest.decode(encoded)
+            let index = try FileIndex(bytes: indexBytes)
+            try index.validate(against: decoded)
+            // And its logical tree as a mount with the default selection serves it.
+            if let declarations = decoded.variants {
+                let selection = VariantSelection(declarations: declarations, explicit: [:], environment: [:],
+                                                 machine: .init(memory: .zero, cpus: 0))
+                _ = try VariantView.resolve(manifest: decoded, index: index, selection: selection)
+            }
         } catch {
             throw BuildError(.tooLarge, path: nil, "the bundle would not be mountable: \(error)")
         }

@@ -1,12 +1,16 @@
 import ODRFSCore
 
-/// Which files go into which pack: each file's tag set is every tag with a pattern covering it,
-/// and files with exactly the same tag set share a pack, so no file is stored twice. The base
-/// pack (untagged files) is always first, even when empty; the rest are sorted by id.
+/// Which files go into which pack: each file's tag set is every tag with a pattern covering
+/// its logical path (variant suffixes removed, see ``VariantLayout``), and files with exactly
+/// the same tag set and variant share a pack (`Level1`, `Level1[tcf=astc]`, `base[locale=it]`),
+/// so no file is stored twice. The base pack (untagged files outside every variant) is always
+/// first, even when empty; the rest are sorted by id.
 struct PackPlan: Sendable {
     struct Pack: Sendable {
         var id: PackID
         var tags: [ODRFSCore.Tag]
+        /// The variant of every file in the pack.
+        var variant: VariantAssignment
         /// Indexes into ``ResourceTree/files``, in scan order.
         var files: [Int]
     }
@@ -15,20 +19,22 @@ struct PackPlan: Sendable {
     /// Human-readable warnings about the spec: patterns that match nothing, tags without files.
     var warnings: [String]
 
-    init(tree: ResourceTree, spec: TagSpec) {
+    init(tree: ResourceTree, spec: TagSpec, layout: VariantLayout? = nil) {
+        let layout = layout ?? VariantLayout(plain: tree)
         var matched = Array(repeating: [Bool](), count: spec.rules.count)
         for (r, rule) in spec.rules.enumerated() { matched[r] = Array(repeating: false, count: rule.patterns.count) }
         // Only the patterns whose literal prefix the path starts with are tried: with a tag
         // per directory that is one or two per file instead of every pattern of the spec.
         let trie = PatternTrie(spec: spec)
-        var byID: [PackID: Pack] = [.base: Pack(id: .base, tags: [], files: [])]
+        var byID: [PackID: Pack] = [.base: Pack(id: .base, tags: [], variant: .none, files: [])]
         var ruleTagged = Array(repeating: false, count: spec.rules.count)
         var taggedRules: [Int] = []
-        for (index, file) in tree.files.enumerated() {
+        for index in tree.files.indices {
+            let components = layout.logicalComponents[index]
             taggedRules.removeAll(keepingCapacity: true)
             // Every candidate is tried (not just until one hits) so that unused patterns can be reported.
-            for candidate in trie.candidates(for: file.components)
-            where spec.rules[candidate.rule].patterns[candidate.pattern].matchesSelfOrAncestor(file.components) {
+            for candidate in trie.candidates(for: components)
+            where spec.rules[candidate.rule].patterns[candidate.pattern].matchesSelfOrAncestor(components) {
                 matched[candidate.rule][candidate.pattern] = true
                 if !ruleTagged[candidate.rule] {
                     ruleTagged[candidate.rule] = true
@@ -38,11 +44,12 @@ struct PackPlan: Sendable {
             for rule in taggedRules { ruleTagged[rule] = false }
             // Rules are sorted by tag, so sorted rule numbers give the tags in order.
             let tags = taggedRules.sorted().map { spec.rules[$0].tag }
-            let id = PackID(tags: tags)
-            byID[id, default: Pack(id: id, tags: tags, files: [])].files.append(index)
+            let variant = layout.assignments[index]
+            let id = PackID(tags: tags, variant: variant)
+            byID[id, default: Pack(id: id, tags: tags, variant: variant, files: [])].files.append(index)
         }
         var warnings: [String] = []
-        Self.markPatternsMatchingOtherEntries(tree: tree, spec: spec, trie: trie, matched: &matched)
+        Self.markPatternsMatchingOtherEntries(paths: layout.logicalPaths, spec: spec, trie: trie, matched: &matched)
         // One pass over the packs, not one per tag.
         var usedTags = Set<ODRFSCore.Tag>()
         for pack in byID.values { usedTags.formUnion(pack.tags) }
@@ -62,10 +69,10 @@ struct PackPlan: Sendable {
     /// A pattern naming only empty directories or symlinks is used, even though it tags no
     /// file: marks those, testing each directory and symlink only against its candidates
     /// (files were tested already, and a pattern matching a file also covers it).
-    private static func markPatternsMatchingOtherEntries(tree: ResourceTree, spec: TagSpec, trie: PatternTrie,
+    private static func markPatternsMatchingOtherEntries(paths: [String], spec: TagSpec, trie: PatternTrie,
                                                          matched: inout [[Bool]]) {
         guard matched.contains(where: { $0.contains(false) }) else { return }
-        for path in tree.allPaths {
+        for path in paths {
             let components = path.split(separator: "/")
             for candidate in trie.candidates(for: components) where !matched[candidate.rule][candidate.pattern] {
                 if spec.rules[candidate.rule].patterns[candidate.pattern].matches(components) {

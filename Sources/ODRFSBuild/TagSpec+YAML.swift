@@ -4,7 +4,7 @@ import Yams
 /// Parsing of `odr.yaml` through Yams' node tree, which keeps line and column marks so that
 /// every error can point at the offending spot.
 extension TagSpec {
-    static let knownKeys = ["tags", "initial-install", "prefetch", "preservation"]
+    static let knownKeys = ["tags", "initial-install", "prefetch", "preservation", "variants"]
 
     /// Parses and validates spec text; `file` names the spec in error messages.
     public static func parse(_ text: String, file: String = TagSpec.defaultFileName) throws(TagSpecError) -> TagSpec {
@@ -50,12 +50,14 @@ private struct SpecReader {
         var rules: [TagSpec.Rule] = []
         var lists: [String: [(ODRFSCore.Tag, Node)]] = [:]
         var preservation: [(ODRFSCore.Tag, Double, Node)] = []
+        var variants: [VariantDeclaration] = []
         for (keyNode, value) in top {
             let key = try scalar(keyNode, what: "a key")
             switch key {
             case "tags": rules = try readTags(value)
             case "initial-install", "prefetch": lists[key] = try readTagList(value, key: key)
             case "preservation": preservation = try readPreservation(value)
+            case "variants": variants = try readVariants(value)
             default:
                 throw error(.unknownKey, at: keyNode,
                             "unknown key '\(key)'; the tag spec knows \(TagSpec.knownKeys.joined(separator: ", "))")
@@ -81,7 +83,7 @@ private struct SpecReader {
             priorities[tag] = priority
         }
         return TagSpec(rules: rules, initialInstall: (lists["initial-install"] ?? []).map(\.0),
-                       prefetch: (lists["prefetch"] ?? []).map(\.0), preservation: priorities)
+                       prefetch: (lists["prefetch"] ?? []).map(\.0), preservation: priorities, variants: variants)
     }
 
     private func scalar(_ node: Node, what: String) throws(TagSpecError) -> String {
@@ -172,5 +174,121 @@ private struct SpecReader {
             result.append((tag, value, nameNode))
         }
         return result
+    }
+}
+
+/// `variants:`: each key with its values, default and machine rules.
+extension SpecReader {
+    private static let declarationKeys = ["values", "default", "rules"]
+    private static let ruleKeys = ["min-memory", "min-cpus"]
+
+    func readVariants(_ node: Node) throws(TagSpecError) -> [VariantDeclaration] {
+        if isNull(node) { return [] }
+        guard let mapping = node.mapping else {
+            throw error(.wrongType, at: node, "'variants' must map each variant key to {values: [...], default: ...}, found a \(shape(node))")
+        }
+        guard mapping.count <= VariantDeclaration.maximumKeys else {
+            throw error(.invalidVariant, at: node, "'variants' declares \(mapping.count) keys; the limit is \(VariantDeclaration.maximumKeys)")
+        }
+        var declarations: [VariantDeclaration] = []
+        for (keyNode, body) in mapping {
+            let name = try scalar(keyNode, what: "a variant key")
+            guard let key = VariantKey(validating: name) else {
+                throw error(.invalidVariant, at: keyNode, "invalid variant key '\(name)': \(VariantKey.problem(with: name) ?? "")")
+            }
+            declarations.append(try readDeclaration(key, body))
+        }
+        return declarations
+    }
+
+    private func readDeclaration(_ key: VariantKey, _ node: Node) throws(TagSpecError) -> VariantDeclaration {
+        guard let mapping = node.mapping else {
+            throw error(.wrongType, at: node, "variant key '\(key)' must be {values: [...], default: ...}, found a \(shape(node))")
+        }
+        var values: [VariantValue] = []
+        var defaultValue: (VariantValue, Node)?
+        var rules: [VariantRule] = []
+        var rulesNode: Node?
+        for (fieldNode, field) in mapping {
+            switch try scalar(fieldNode, what: "a field name") {
+            case "values":
+                guard let sequence = field.sequence, !sequence.isEmpty else {
+                    throw error(.invalidVariant, at: field, "variant key '\(key)' needs 'values': a non-empty list")
+                }
+                guard sequence.count <= VariantDeclaration.maximumValues else {
+                    throw error(.invalidVariant, at: field, "variant key '\(key)' has \(sequence.count) values; the limit is \(VariantDeclaration.maximumValues)")
+                }
+                for item in sequence {
+                    let value = try variantValue(item, key: key)
+                    guard !values.contains(value) else {
+                        throw error(.invalidVariant, at: item, "variant key '\(key)' lists value '\(value)' twice")
+                    }
+                    values.append(value)
+                }
+            case "default":
+                defaultValue = (try variantValue(field, key: key), field)
+            case "rules":
+                rulesNode = field
+            case let other:
+                throw error(.unknownKey, at: fieldNode, "unknown field '\(other)' of variant key '\(key)'; it knows \(Self.declarationKeys.joined(separator: ", "))")
+            }
+        }
+        guard !values.isEmpty else {
+            throw error(.invalidVariant, at: node, "variant key '\(key)' needs 'values': a non-empty list")
+        }
+        guard let (chosen, defaultNode) = defaultValue else {
+            throw error(.invalidVariant, at: node, "variant key '\(key)' needs a 'default', one of \(values.map(\.name))")
+        }
+        guard values.contains(chosen) else {
+            throw error(.invalidVariant, at: defaultNode, "the default '\(chosen)' of variant key '\(key)' is not one of its values \(values.map(\.name))")
+        }
+        if let rulesNode, !isNull(rulesNode) {
+            rules = try readRules(rulesNode, key: key, values: values)
+        }
+        return VariantDeclaration(key: key, values: values, defaultValue: chosen, rules: rules)
+    }
+
+    private func readRules(_ node: Node, key: VariantKey, values: [VariantValue]) throws(TagSpecError) -> [VariantRule] {
+        guard let mapping = node.mapping else {
+            throw error(.wrongType, at: node, "the rules of variant key '\(key)' must map values to {min-memory: ..., min-cpus: ...}")
+        }
+        var rules: [VariantRule] = []
+        for (valueNode, conditions) in mapping {
+            let value = try variantValue(valueNode, key: key)
+            guard values.contains(value) else {
+                throw error(.invalidVariant, at: valueNode, "a rule of variant key '\(key)' names '\(value)', which is not one of its values")
+            }
+            guard let fields = conditions.mapping else {
+                throw error(.wrongType, at: conditions, "the rule for '\(value)' must be {min-memory: 8G, min-cpus: 4}")
+            }
+            var rule = VariantRule(value: value)
+            for (fieldNode, field) in fields {
+                let text = try scalar(field, what: "a number")
+                switch try scalar(fieldNode, what: "a condition") {
+                case "min-memory":
+                    guard let bytes = ByteCount(parsing: text), bytes.value >= 0 else {
+                        throw error(.invalidVariant, at: field, "min-memory of '\(value)' must be a size such as 8G, found '\(text)'")
+                    }
+                    rule.minimumMemory = bytes
+                case "min-cpus":
+                    guard let cpus = Int(text), (0...(1 << 20)).contains(cpus) else {
+                        throw error(.invalidVariant, at: field, "min-cpus of '\(value)' must be a whole number in 0...\(1 << 20), found '\(text)'")
+                    }
+                    rule.minimumCPUs = cpus
+                case let other:
+                    throw error(.unknownKey, at: fieldNode, "unknown condition '\(other)' for '\(value)'; rules know \(Self.ruleKeys.joined(separator: ", "))")
+                }
+            }
+            rules.append(rule)
+        }
+        return rules
+    }
+
+    private func variantValue(_ node: Node, key: VariantKey) throws(TagSpecError) -> VariantValue {
+        let text = try scalar(node, what: "a variant value")
+        guard let value = VariantValue(validating: text) else {
+            throw error(.invalidVariant, at: node, "invalid value '\(text)' of variant key '\(key)': \(VariantValue.problem(with: text) ?? "")")
+        }
+        return value
     }
 }

@@ -9,6 +9,9 @@ import ODRFSCore
 /// initial-install: [Iceland]
 /// prefetch: [Italy]          # in this order
 /// preservation: { Italy: 0.5 }
+/// variants:                  # directories named NAME#KEY_VALUE hold that variant of NAME
+///   tcf:  {values: [astc, etc2, bc7], default: etc2}
+///   tier: {values: [high, low], default: low, rules: {high: {min-memory: 8G, min-cpus: 4}}}
 /// ```
 ///
 /// Parsing (``parse(_:file:)``) validates everything that does not need the resource tree;
@@ -30,16 +33,20 @@ public struct TagSpec: Sendable, Equatable {
     public var prefetch: [ODRFSCore.Tag]
     /// Preservation priorities in 0...1; tags not listed have 0.
     public var preservation: [ODRFSCore.Tag: Double]
+    /// The variant keys, in declared order; empty when the bundle has none (then no name
+    /// is read as a variant suffix).
+    public var variants: [VariantDeclaration]
 
     /// A spec with no tags: every file goes into the base pack.
     public static let empty = TagSpec(rules: [], initialInstall: [], prefetch: [], preservation: [:])
 
     public init(rules: [Rule], initialInstall: [ODRFSCore.Tag], prefetch: [ODRFSCore.Tag],
-                preservation: [ODRFSCore.Tag: Double]) {
+                preservation: [ODRFSCore.Tag: Double], variants: [VariantDeclaration] = []) {
         self.rules = rules.sorted { $0.tag < $1.tag }
         self.initialInstall = initialInstall
         self.prefetch = prefetch
         self.preservation = preservation
+        self.variants = variants
     }
 
     public var tags: [ODRFSCore.Tag] { rules.map(\.tag) }

@@ -12,6 +12,8 @@ public struct TagSpecError: Error, CustomStringConvertible, Equatable {
         case unknownTag
         case duplicateTag
         case priorityOutOfRange
+        /// A `variants:` declaration that cannot be used (names, values, default, rules).
+        case invalidVariant
     }
 
     public let kind: Kind
