@@ -6,7 +6,7 @@ extension StatusSnapshot {
     /// The revision line (mounted, available, last check) and a blank line, then one row per tag (state aggregated over its packs, bytes, packs, preservation
     /// priority), a blank line, then one row per pack (id, tags, state with a percentage
     /// while downloading, size, retain count, completed fetches, priority, last access
-    /// in UTC ISO 8601), then the totals and cache lines. Columns are separated by at
+    /// in UTC ISO 8601), then the totals and cache lines, the origin's lines, and the variants served. Columns are separated by at
     /// least two spaces so scripts can split on runs of whitespace; ids never contain spaces.
     public func renderTable() -> String {
         // First, so that scripts reading the pack table up to its totals see no new rows.
@@ -41,7 +41,7 @@ extension StatusSnapshot {
         let inUseBytes = packs.filter { $0.state == .inUse }.reduce(Int64(0)) { $0 + $1.bytes }
         text += "total: \(local.count)/\(packs.count) packs local, \(localBytes)/\(totalBytes) bytes local, \(inUseBytes) bytes in use\n"
         var line = "cache: \(cache.cachedBytes) bytes cached, \(cache.reservedBytes) reserved"
-        if cache.orphanBytes > 0 { line += " (\(cache.orphanBytes) from older bundle versions)" }
+        if cache.orphanBytes > 0 { line += " (\(cache.orphanBytes) from older bundle versions or other variants)" }
         if let metadataBytes = cache.metadataBytes, metadataBytes > 0 { line += ", \(metadataBytes) pinned in file indexes and manifest" }
         line += ", budget " + (cache.budget.map(String.init) ?? "none")
         line += ", free " + (cache.availableBytes.map(String.init) ?? "unknown")
@@ -53,7 +53,14 @@ extension StatusSnapshot {
         // stop at `total:` and `cache:`.
         if let readPath { line += ", reads \(readPath)" }
         if cache.isOverBudget { line += ", OVER BUDGET (" + overBudgetCause() + ")" }
-        return text + line + "\n" + renderOrigin()
+        return text + line + "\n" + renderOrigin() + renderVariants()
+    }
+
+    /// "variants: locale=it, tcf=astc"; nothing for a bundle without variants. Last, so
+    /// scripts splitting the tables above see no new rows.
+    private func renderVariants() -> String {
+        guard !variants.isEmpty else { return "" }
+        return "variants: " + variants.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", ") + "\n"
     }
 
     /// Why a cache over its budget stays there: retained packs, or metadata no purge can free.

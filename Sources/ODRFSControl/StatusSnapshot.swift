@@ -35,10 +35,13 @@ public struct StatusSnapshot: Codable, Sendable, Equatable {
         public var preservationPriority: Double
         /// Completed downloads since the mount started.
         public var fetchCount: Int
+        /// The variant of its files (`{"tcf": "astc"}`); absent outside every variant.
+        public var variant: [String: String]?
 
         /// A pack entry.
         public init(id: String, tags: [String], bytes: Int64, state: State, percent: Int? = nil, retainCount: Int = 0,
-                    lastAccess: Date? = nil, preservationPriority: Double = 0, fetchCount: Int = 0) {
+                    lastAccess: Date? = nil, preservationPriority: Double = 0, fetchCount: Int = 0,
+                    variant: [String: String]? = nil) {
             self.id = id
             self.tags = tags
             self.bytes = bytes
@@ -48,6 +51,7 @@ public struct StatusSnapshot: Codable, Sendable, Equatable {
             self.lastAccess = lastAccess
             self.preservationPriority = preservationPriority
             self.fetchCount = fetchCount
+            self.variant = variant
         }
     }
 
@@ -147,9 +151,12 @@ public struct StatusSnapshot: Codable, Sendable, Equatable {
     public var availableRevision: Int64?
     /// When the origin was last asked for updates; null before a check (`"last_update_check"`).
     public var lastUpdateCheck: Date?
+    /// The value each variant key serves (`{"tcf": "astc", "locale": "it"}`); empty when
+    /// the bundle declares no variants (`"variants"`).
+    public var variants: [String: String] = [:]
 
     enum CodingKeys: String, CodingKey {
-        case packs, tags, cache, online, mirrors, revision, readPath
+        case packs, tags, cache, online, mirrors, revision, readPath, variants
         case lastOriginContact = "last_origin_contact"
         case availableRevision = "available_revision"
         case lastUpdateCheck = "last_update_check"
@@ -169,6 +176,7 @@ public struct StatusSnapshot: Codable, Sendable, Equatable {
         try container.encodeIfPresent(revision, forKey: .revision)
         try container.encode(availableRevision, forKey: .availableRevision)
         try container.encode(lastUpdateCheck, forKey: .lastUpdateCheck)
+        try container.encode(variants, forKey: .variants)
         try container.encodeIfPresent(readPath, forKey: .readPath)
     }
 
@@ -185,6 +193,7 @@ public struct StatusSnapshot: Codable, Sendable, Equatable {
         revision = try container.decodeIfPresent(Int64.self, forKey: .revision)
         availableRevision = try container.decodeIfPresent(Int64.self, forKey: .availableRevision)
         lastUpdateCheck = try container.decodeIfPresent(Date.self, forKey: .lastUpdateCheck)
+        variants = try container.decodeIfPresent([String: String].self, forKey: .variants) ?? [:]
         readPath = try container.decodeIfPresent(String.self, forKey: .readPath)
     }
     /// How the mount serves reads of local files: `passthrough` (the kernel reads backing

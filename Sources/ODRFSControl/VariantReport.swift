@@ -1,5 +1,5 @@
 /// What `odrfs variant` did: the reply to the `variant` operation, printed as is by
-/// `odrfs variant --json`. Keys are the contract's, in this order:
+/// `odrfs variant --json` (which writes the keys in this order):
 /// `{"variants": {"tcf": "astc", "locale": "it"}, "changed_packs": ["Level1[tcf=astc]"], "download_bytes": 1048576}`.
 public struct VariantReport: Codable, Sendable, Equatable {
     /// The value each declared key serves now (its first preference).
@@ -23,7 +23,7 @@ public struct VariantReport: Codable, Sendable, Equatable {
         case downloadBytes = "download_bytes"
     }
 
-    /// In the contract's key order (an encoder without `.sortedKeys` keeps it).
+    /// The contract's keys.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(variants, forKey: .variants)

@@ -153,6 +153,17 @@ public struct Manifest: Codable, Sendable, Equatable {
         packs.firstIndex { $0.id == id }.map { PackNumber(UInt32($0)) }
     }
 
+    /// Whether the pack holds untagged files: the base pack, and with variants the base's
+    /// variants (`base[locale=it]`). These are always local and never purged.
+    public func isBase(_ number: PackNumber) -> Bool {
+        number == .base || packIfPresent(number)?.tags.isEmpty == true
+    }
+
+    /// The base pack and its variants, base first.
+    public var basePacks: [PackNumber] {
+        packs.indices.filter { $0 == 0 || packs[$0].tags.isEmpty }.map { PackNumber(UInt32($0)) }
+    }
+
     /// Every pack whose tag set contains `tag`, in manifest order.
     public func packs(for tag: Tag) -> [PackNumber] {
         packs.indices.filter { packs[$0].tags.contains(tag) }.map { PackNumber(UInt32($0)) }

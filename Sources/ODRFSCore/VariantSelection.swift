@@ -54,9 +54,12 @@ public struct VariantSelection: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// The environment variables the `locale` key follows, first set first.
+    public static let localeVariables = ["LC_ALL", "LC_MESSAGES", "LANG"]
+
     /// `it_IT.UTF-8@euro` → [`it-IT`, `it_IT`, `it`]; `C`, `POSIX` and unset → [].
     static func localePreferences(_ environment: [String: String]) -> [VariantValue] {
-        let raw = ["LC_ALL", "LC_MESSAGES", "LANG"].lazy.compactMap { environment[$0] }.first { !$0.isEmpty } ?? ""
+        let raw = localeVariables.lazy.compactMap { environment[$0] }.first { !$0.isEmpty } ?? ""
         let name = raw.split(separator: ".", maxSplits: 1).first.map(String.init) ?? ""
         let bare = name.split(separator: "@", maxSplits: 1).first.map(String.init) ?? ""
         guard !bare.isEmpty, bare != "C", bare != "POSIX" else { return [] }

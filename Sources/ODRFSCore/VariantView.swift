@@ -28,6 +28,13 @@ public struct VariantView: Sendable {
     /// `user.odrfs.variant` attribute); empty without variants.
     public let variantOfEntry: [EntryNumber: VariantAssignment]
 
+    /// A view as given (a bundle served without resolving, such as an empty tree).
+    public init(manifest: Manifest, index: FileIndex, variantOfEntry: [EntryNumber: VariantAssignment]) {
+        self.manifest = manifest
+        self.index = index
+        self.variantOfEntry = variantOfEntry
+    }
+
     public static func resolve(manifest: Manifest, index: FileIndex,
                                selection: VariantSelection) throws(FileIndexError) -> VariantView {
         guard let declarations = manifest.variants, !declarations.isEmpty else {

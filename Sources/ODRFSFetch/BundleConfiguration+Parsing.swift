@@ -123,6 +123,14 @@ extension BundleConfiguration {
                 throw BundleConfigurationError(line: line, "log-level must be one of \(Self.logLevels.sorted().joined(separator: ", "))")
             }
             logLevel = value
+        case .variants:
+            let words = value.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
+            do throws(VariantPreferences.Problem) {
+                _ = try VariantPreferences(arguments: words)
+            } catch {
+                throw BundleConfigurationError(line: line, "variants: \(error.reason) (write KEY=VALUE[,VALUE...] words, one per key)")
+            }
+            variants = words
         }
     }
 

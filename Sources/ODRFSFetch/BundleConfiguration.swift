@@ -26,6 +26,7 @@ public struct BundleConfiguration: Sendable, Equatable {
         case proxy
         case offline
         case logLevel = "log-level"
+        case variants
     }
 
     /// The dist dir: an http(s) URL, an absolute path or a file:// URL.
@@ -44,6 +45,8 @@ public struct BundleConfiguration: Sendable, Equatable {
     public var proxy: String?
     public var offline = false
     public var logLevel: String?
+    /// `variants = tcf=astc,etc2 locale=it`: the `--variant` values, one word per key.
+    public var variants: [String] = []
 
     public init(origin: String) {
         self.origin = origin
@@ -75,6 +78,7 @@ public struct BundleConfiguration: Sendable, Equatable {
         if let proxy { arguments += ["--proxy", proxy] }
         if offline { arguments.append("--offline") }
         if let logLevel { arguments += ["--log-level", logLevel] }
+        for variant in variants { arguments += ["--variant", variant] }
         return arguments
     }
 }

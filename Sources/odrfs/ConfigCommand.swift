@@ -19,6 +19,7 @@ struct ConfigCommand: ParsableCommand {
               min-free = 1G       max-in-use = 2G          fetch-timeout = 30   (seconds)
               max-background-rate = 2M                     proxy = http://squid:3128
               offline = no                                 log-level = info
+              variants = tcf=astc,etc2 locale=it          (--variant, one KEY=VALUE[,VALUE...] per key)
 
             Each key means what the `odrfs mount` option of the same name does and is checked \
             the same way; a key may appear once. NAME is 1-64 letters, digits, '.', '_' or '-', \

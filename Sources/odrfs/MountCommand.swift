@@ -77,6 +77,9 @@ struct MountCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The smallest file that passes through (e.g. 256K, 4M; default 1M).")
     var passthroughMinSize: ByteCountArgument?
 
+    @Option(name: .long, help: "KEY=VALUE[,VALUE...]: serve this variant of the bundle's variant key KEY (texture format, language, device tier), the values in order of preference (repeatable, one per key). Without it, locale follows LC_ALL, LC_MESSAGES and LANG, keys with rules follow the machine's memory and CPUs, other keys take their default.")
+    var variant: [String] = []
+
     @Flag(name: .long, help: "Never contact the origin: mount the cached bundle version; opens of packs not cached fail at once with EIO.")
     var offline = false
 
@@ -198,6 +201,14 @@ struct MountCommand: AsyncParsableCommand {
         configuration.mirrors = try parsedMirrors()
         configuration.trustedKeys = try trustKeys.map(Self.loadTrustKey)
         configuration.updates = updates.settings
+        do throws(VariantPreferences.Problem) {
+            configuration.variants = try VariantPreferences(arguments: variant).wire
+        } catch {
+            throw ValidationError("--variant: \(error.reason)")
+        }
+        configuration.localeEnvironment = ProcessInfo.processInfo.environment.filter {
+            VariantSelection.localeVariables.contains($0.key)
+        }
         configuration.limits = CacheLimits(
             budget: cacheSize?.value, minimumFree: minFree?.value,
             maximumInUse: maxInUse?.value ?? CacheLimits.defaultMaximumInUse

@@ -131,7 +131,7 @@ import Testing
     /// The planner before the trie: every file against every pattern.
     static func referencePlan(tree: ResourceTree, spec: TagSpec) -> (packs: [PackPlan.Pack], warnings: [String]) {
         var matched = spec.rules.map { Array(repeating: false, count: $0.patterns.count) }
-        var byID: [PackID: PackPlan.Pack] = [.base: PackPlan.Pack(id: .base, tags: [], files: [])]
+        var byID: [PackID: PackPlan.Pack] = [.base: PackPlan.Pack(id: .base, tags: [], variant: .none, files: [])]
         for (index, file) in tree.files.enumerated() {
             var tags: [ODRFSCore.Tag] = []
             for (r, rule) in spec.rules.enumerated() {
@@ -143,7 +143,7 @@ import Testing
                 if tagged { tags.append(rule.tag) }
             }
             let id = PackID(tags: tags)
-            byID[id, default: PackPlan.Pack(id: id, tags: tags.sorted(), files: [])].files.append(index)
+            byID[id, default: PackPlan.Pack(id: id, tags: tags.sorted(), variant: .none, files: [])].files.append(index)
         }
         var warnings: [String] = []
         for (r, rule) in spec.rules.enumerated() {

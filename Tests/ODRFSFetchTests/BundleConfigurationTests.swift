@@ -38,6 +38,7 @@ import TestSupport
             proxy = http://squid.example.com:3128
             offline = yes
             log-level = debug
+            variants = tcf=astc,etc2 locale=it
             """)
         #expect(configuration.origin == "https://cdn.example.com/travel?k=v")
         #expect(configuration.mirrors == [MirrorOption(url: "https://a.example.com/travel"),
@@ -53,6 +54,7 @@ import TestSupport
             "--cache", "/var/cache/odrfs/travel", "--cache-size", "2147483648", "--min-free", "536870912",
             "--max-in-use", "1073741824", "--fetch-timeout", "12.5", "--max-background-rate", "2097152",
             "--proxy", "http://squid.example.com:3128", "--offline", "--log-level", "debug",
+            "--variant", "tcf=astc,etc2", "--variant", "locale=it",
         ])
         #expect(try parse("origin = /srv/dist").mountArguments == ["/srv/dist"])
         #expect(try parse("origin=file:///srv/dist\n").origin == "file:///srv/dist")
@@ -78,6 +80,9 @@ import TestSupport
         #expect(refusal("origin = /d\noffline = maybe")?.line == 2)
         #expect(refusal("origin = /d\nlog-level = loud")?.line == 2)
         #expect(refusal("origin = /d\nproxy = socks5://p:1080")?.line == 2)
+        #expect(refusal("origin = /d\nvariants = tcf")?.line == 2)
+        #expect(refusal("origin = /d\nvariants = tcf=astc tcf=bc7")?.message.contains("twice") == true)
+        #expect(refusal("origin = /d\nvariants = TCF=astc")?.line == 2)
         #expect(refusal("origin = /d\nmirrors = " + Array(repeating: "http://m/", count: 16).joined(separator: " "))?.line == 2)
         #expect(refusal("origin = /d\ntrust-key = " + Array(repeating: "/k", count: 9).joined(separator: " "))?.line == 2)
     }

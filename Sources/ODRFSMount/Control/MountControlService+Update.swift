@@ -1,4 +1,5 @@
 import ODRFSControl
+import ODRFSCore
 
 extension MountControlService {
     /// `odrfs update MNT [--check]`: what the origin offers and what moving to it fetches;
@@ -13,12 +14,22 @@ extension MountControlService {
         }
     }
 
+    /// `odrfs variant MNT KEY=VALUE…`: serve other variants (see ``BundleUpdater/switchVariants(to:)``).
+    public func switchVariants(to preferences: VariantPreferences) async throws(ControlError) -> VariantReport {
+        guard let updater else { throw ControlError(.unsupported, "this mount cannot switch its variants") }
+        do {
+            return try await updater.switchVariants(to: preferences)
+        } catch {
+            throw Self.controlError(error)
+        }
+    }
+
     /// An update's failure → the control plane's error: the kind picks the code, the
     /// message passes unchanged.
     static func controlError(_ error: UpdateError) -> ControlError {
         let code: ControlError.Code
         switch error.kind {
-        case .busy: code = .badRequest
+        case .busy, .invalidRequest: code = .badRequest
         case .rollbackRefused: code = .rollbackRefused
         case .originUnreachable: code = .originUnreachable
         case .cancelled: code = .cancelled

@@ -6,12 +6,14 @@ extension ResourceManager {
     /// The status the control plane and `.odrfs/status` show: per pack, per tag, cache totals.
     public func snapshot() -> StatusSnapshot {
         let packs = status().map { pack in
-            StatusSnapshot.PackEntry(
+            let variant = manifest.pack(pack.number).variantAssignment
+            return StatusSnapshot.PackEntry(
                 id: pack.id.rawValue, tags: pack.tags.map(\.name), bytes: pack.bytes.value,
                 state: StatusSnapshot.State(rawValue: pack.state.rawValue) ?? .notDownloaded,
                 percent: pack.state == .downloading && pack.bytes.value > 0 ? Int(pack.bytesDownloaded.value * 100 / pack.bytes.value) : nil,
                 retainCount: pack.retainCount, lastAccess: pack.lastAccess,
-                preservationPriority: pack.preservationPriority, fetchCount: pack.fetchCount
+                preservationPriority: pack.preservationPriority, fetchCount: pack.fetchCount,
+                variant: variant.isEmpty ? nil : variant.dictionary
             )
         }
         let cache = cacheStatus()
@@ -32,6 +34,7 @@ extension ResourceManager {
         snapshot.revision = manifest.revision
         snapshot.availableRevision = check.availableRevision
         snapshot.lastUpdateCheck = check.lastCheck
+        snapshot.variants = Dictionary(uniqueKeysWithValues: selectedVariants.map { ($0.key.name, $0.value.name) })
         return snapshot
     }
 

@@ -2,13 +2,15 @@ import Foundation
 import ODRFSCore
 import ODRFSFetch
 
-/// Base resources and initial-install tags are local before the mount is ready.
+/// Base resources (the base pack and its variants) and initial-install tags are local
+/// before the mount is ready.
 enum InitialInstall {
     /// Downloads them all at once (the download queue bounds the concurrency), calling
     /// `progress` with (bytes local, bytes total) for the waiting `odrfs mount`'s bar.
     static func run(manager: ResourceManager, progress: @escaping @Sendable (Int64, Int64) -> Void) async throws(MountError) {
         let manifest = manager.manifest
-        let packs = [PackNumber(0)] + manager.tagPacks.packs(for: manifest.initialInstall).filter { $0 != PackNumber(0) }
+        let base = manifest.basePacks
+        let packs = base + manager.tagPacks.packs(for: manifest.initialInstall).filter { !base.contains($0) }
         for pack in packs { manager.noteAccess(pack, cause: .initialInstall) }
         let total = manager.progress(of: packs).total
         let observation = manager.observeProgress(of: packs) { done, total in progress(done, total) }

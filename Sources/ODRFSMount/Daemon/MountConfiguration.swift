@@ -42,6 +42,12 @@ public struct MountConfiguration: Sendable, Codable {
     public var metricsAddress: String?
     /// `--io-uring`: take FUSE requests through io_uring where the kernel offers it.
     public var ioUring = false
+    /// `--variant KEY=V1,V2`: per key, the values in order of preference (checked by
+    /// ``ODRFSCore/VariantPreferences`` at the command line and again in the daemon).
+    public var variants: [String: [String]] = [:]
+    /// The locale variables (`LC_ALL`, `LC_MESSAGES`, `LANG`) of whoever ran `odrfs mount`:
+    /// the `locale` variant follows them, even in a daemon started with a clean environment.
+    public var localeEnvironment: [String: String] = [:]
 
     public init(origin: String, mountpoint: String, cacheDirectory: String? = nil, fuseOptions: [String] = []) {
         self.origin = origin

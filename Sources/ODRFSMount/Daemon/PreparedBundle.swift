@@ -58,14 +58,46 @@ struct PreparedBundle: Sendable {
             // Indexes of revisions an earlier run served or checked: nothing of them is open now.
             let currentIndex = manifest.index.sha256
             await io.run { _ = store.removeIndexes(keeping: [currentIndex]) }
+            let published = PublishedRevision(manifest: manifest, index: index)
+            let variants = try variantRequest(configuration, for: manifest)
+            let view: VariantView
+            do {
+                view = try await io.run { () throws(FileIndexError) in try variants.view(of: published) }
+            } catch {
+                throw MountError("the file index \(manifest.index.file) has unusable variant directories: \(error)")
+            }
+            if !manifest.variantDeclarations.isEmpty {
+                logger.info("variants selected", metadata: [
+                    "variants": "\(variants.selection(for: manifest))", "packs": "\(view.manifest.packs.count) of \(manifest.packs.count)",
+                ])
+            }
             let revision: MountedRevision
             do {
-                revision = try await MountedRevision.make(manifest: manifest, index: index, store: store, origin: origin, wire: wire,
+                revision = try await MountedRevision.make(published: published, view: view, variants: variants, store: store,
+                                                          origin: origin, wire: wire,
                                                           settings: .init(configuration, io: io, logger: logger), succeeding: nil)
             } catch {
                 throw MountError("cannot read the cache index: \(error)")
             }
             try await InitialInstall.run(manager: revision.manager, progress: progress)
             return PreparedBundle(revision: revision, isSigned: loaded.signature != nil)
+    }
+
+    /// `--variant` and the caller's locale as a ``VariantRequest``; a key the bundle does
+    /// not declare is a mistake worth stopping for (a typo would silently serve defaults).
+    static func variantRequest(_ configuration: MountConfiguration, for manifest: Manifest) throws(MountError) -> VariantRequest {
+        let explicit: VariantPreferences
+        do {
+            explicit = try VariantPreferences(wire: configuration.variants)
+        } catch {
+            throw MountError("--variant: \(error.reason)")
+        }
+        let declarations = manifest.variantDeclarations
+        let undeclared = explicit.undeclaredKeys(in: declarations)
+        guard undeclared.isEmpty else {
+            let known = declarations.isEmpty ? "it declares no variants" : "it declares " + declarations.map { "'\($0.key)'" }.joined(separator: ", ")
+            throw MountError("--variant: the bundle has no variant key \(undeclared.map { "'\($0)'" }.joined(separator: ", ")); \(known)")
+        }
+        return VariantRequest(explicit: explicit, environment: configuration.localeEnvironment)
     }
 }

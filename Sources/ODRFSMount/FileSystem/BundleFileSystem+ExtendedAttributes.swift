@@ -6,9 +6,13 @@ enum BundleAttribute: String, CaseIterable {
     case tags = "user.odrfs.tags"
     case pack = "user.odrfs.pack"
     case state = "user.odrfs.state"
+    /// `tcf=astc`: only on files that came from a variant directory.
+    case variant = "user.odrfs.variant"
 
-    /// `listxattr`'s reply: every name, each NUL-terminated.
-    static let nameList: [UInt8] = allCases.flatMap { Array($0.rawValue.utf8) + [0] }
+    /// `listxattr`'s reply for a file: every name but ``variant``, each NUL-terminated.
+    static let nameList: [UInt8] = [tags, pack, state].flatMap { Array($0.rawValue.utf8) + [0] }
+    /// The same for a file of a variant.
+    static let variantNameList: [UInt8] = nameList + Array(variant.rawValue.utf8) + [0]
 }
 
 extension BundleFileSystem {
@@ -27,7 +31,7 @@ extension BundleFileSystem {
     }
 
     public func listExtendedAttributes(inode: InodeNumber, size: Int, request: consuming FUSERequest) {
-        let names = packOfFile(inode) == nil ? [] : BundleAttribute.nameList
+        let names = packOfFile(inode) == nil ? [] : variant(of: inode) == nil ? BundleAttribute.nameList : BundleAttribute.variantNameList
         Self.replyXattr(names, size: size, request: request)
     }
 
@@ -49,7 +53,13 @@ extension BundleFileSystem {
         case .tags: return descriptor.tags.map(\.name).joined(separator: ",")
         case .pack: return descriptor.id.rawValue
         case .state: return manager.state(of: pack).rawValue
+        case .variant: return variant(of: inode)?.description
         }
+    }
+
+    private func variant(of inode: InodeNumber) -> VariantAssignment? {
+        guard !variantOfEntry.isEmpty, case .entry(let number) = inodes.node(for: inode) else { return nil }
+        return variantOfEntry[number]
     }
 
     private func packOfFile(_ inode: InodeNumber) -> PackNumber? {

@@ -43,17 +43,21 @@ public final class BundleFileSystem: FUSEFileSystem {
     let passthroughSettings: PassthroughSettings
     /// The bundle's size in 4 KiB blocks for statfs, summed once (a `df` loop must not walk the packs).
     let totalBlocks: UInt64
+    /// The variant of each file that came from a variant directory (`user.odrfs.variant`).
+    let variantOfEntry: [EntryNumber: VariantAssignment]
 
-    public convenience init(index: FileIndex, manager: ResourceManager, logger: Logger, passthrough: PassthroughSettings = PassthroughSettings()) {
+    public convenience init(index: FileIndex, manager: ResourceManager, logger: Logger, passthrough: PassthroughSettings = PassthroughSettings(),
+                            variantOfEntry: [EntryNumber: VariantAssignment] = [:]) {
         self.init(index: index, manager: manager, logger: logger, inodes: InodeMap(entryCount: index.entryCount), previous: nil,
-                  passthrough: passthrough)
+                  passthrough: passthrough, variantOfEntry: variantOfEntry)
     }
 
     /// The file system of a revision; after an update, `previous` is the one it replaces,
     /// whose open files, virtual files, mount time and passthrough settings it takes over.
     init(index: FileIndex, manager: ResourceManager, logger: Logger, inodes: InodeMap, previous: BundleFileSystem?,
-         passthrough: PassthroughSettings = PassthroughSettings()) {
+         passthrough: PassthroughSettings = PassthroughSettings(), variantOfEntry: [EntryNumber: VariantAssignment] = [:]) {
         self.index = index
+        self.variantOfEntry = variantOfEntry
         self.manager = manager
         self.logger = logger
         self.inodes = inodes

@@ -51,7 +51,7 @@ final class AccessRecorder: Sendable {
     /// path an open came through.
     func note(_ pack: PackNumber, cause: TraceEntry.Cause, file: @autoclosure () -> String? = nil) {
         let index = Int(pack.rawValue)
-        guard let session, index > 0, index < manifest.packs.count else { return }
+        guard let session, index < manifest.packs.count, !manifest.isBase(pack) else { return }
         let rank = state.withLock { state -> Int? in
             if cause.isDemand {
                 guard !state.demanded[index] else { return nil }

@@ -52,6 +52,9 @@ public final class ResourceManager: Sendable {
     /// one more at each switch (an update, or `odrfs variant`, which keeps the revision
     /// number). Retains taken in one view are released in it (``MountRevisions``).
     public let generation: Int64
+    /// The value each variant key serves in this manager's view (for status); empty
+    /// without variants.
+    public let selectedVariants: [(key: VariantKey, value: VariantValue)]
 
     /// Reconciles the cache with the index, then starts with what is verified on disk.
     /// Blocking (it may hash cached files): call it on the I/O executor.
@@ -72,10 +75,12 @@ public final class ResourceManager: Sendable {
         schedule: SchedulerSettings = SchedulerSettings(),
         events: CacheEvents = CacheEvents(),
         deferringHashes: Bool = false,
-        generation: Int64 = 1
+        generation: Int64 = 1,
+        selectedVariants: [(key: VariantKey, value: VariantValue)] = []
     ) throws(StoreError) {
         self.manifest = manifest
         self.generation = generation
+        self.selectedVariants = selectedVariants
         tagPacks = TagPackIndex(manifest)
         self.limits = limits
         self.store = store

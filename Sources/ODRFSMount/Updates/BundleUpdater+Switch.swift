@@ -17,13 +17,23 @@ extension BundleUpdater {
     /// view) is built aside; (5) one pointer swap serves it; (6) the kernel forgets the
     /// entries that changed. Handles opened before keep their readers, retains and bytes.
     func update() async throws(UpdateError) -> UpdateReport {
+        try await exclusively { () throws(UpdateError) in try await updateNow() }
+    }
+
+    /// Runs `body` unless an update or a variant switch of this mount is running: a second
+    /// one is refused, not queued.
+    func exclusively<T: Sendable>(_ body: () async throws(UpdateError) -> T) async throws(UpdateError) -> T {
         let claimed = busy.withLock { busy in
             if busy { return false }
             busy = true
             return true
         }
-        guard claimed else { throw UpdateError(.busy, "an update of this mount is already in progress") }
+        guard claimed else { throw UpdateError(.busy, "an update or variant switch of this mount is already in progress") }
         defer { busy.withLock { $0 = false } }
+        return try await body()
+    }
+
+    private func updateNow() async throws(UpdateError) -> UpdateReport {
         // An index written after this moment comes from a check running beside the update.
         let began = Date()
         let (report, candidate) = try await plan()
@@ -57,6 +67,7 @@ extension BundleUpdater {
         let io = old.io
         let (oldIndex, oldInodes, oldManifest) = (previous.index, previous.fileSystem.inodes, previous.manifest)
         let (manifest, newIndex, store) = (candidate.manifest, candidate.index, old.store)
+        let (published, view, variants) = (candidate.published, candidate.view, candidate.variants)
         // Reads the packs of files whose digests claim they are unchanged: on the I/O executor.
         let started = ContinuousClock.now
         let (transition, comparedBytes, mismatches) = await io.run {
@@ -78,8 +89,8 @@ extension BundleUpdater {
         let next: MountedRevision
         do {
             next = try await MountedRevision.make(
-                manifest: manifest, index: newIndex, store: store, origin: origin, wire: previous.downloader.wire,
-                settings: settings, succeeding: .init(previous: previous, inodes: transition.inodes))
+                published: published, view: view, variants: variants, store: store, origin: origin,
+                wire: previous.downloader.wire, settings: settings, succeeding: .init(previous: previous, inodes: transition.inodes))
         } catch {
             throw UpdateError(.internalError, "cannot read the cache index for revision \(manifest.revision): \(error)")
         }
@@ -100,6 +111,7 @@ extension BundleUpdater {
     /// The restart point: with trusted keys the revision recorded as seen, then the cache's
     /// manifest replaced by one atomic rename.
     private func publishManifest(_ candidate: Candidate) async throws(UpdateError) {
+        guard let data = candidate.data else { return }
         let manager = revisions.current.manager
         let store = manager.store
         let revision = candidate.manifest.revision
@@ -112,7 +124,7 @@ extension BundleUpdater {
             }
         }
         do {
-            try await manager.io.run { () throws(StoreError) in try store.saveManifest(candidate.data, signature: candidate.signature) }
+            try await manager.io.run { () throws(StoreError) in try store.saveManifest(data, signature: candidate.signature) }
         } catch {
             throw UpdateError(.internalError, "cannot write the new manifest to the cache: \(error)")
         }

@@ -23,13 +23,22 @@ import Synchronization
 ///
 /// One update runs at a time. Failures are ``UpdateError``s; the control service maps them.
 final class BundleUpdater: Sendable {
-    /// A newer revision, checked and planned: what steps 2 and 3 work from.
+    /// A newer revision (or, for `odrfs variant`, another view of the mounted one),
+    /// checked and planned: what steps 2 and 3 work from.
     struct Candidate: Sendable {
-        let data: Data
+        /// The manifest's bytes and signature to publish into the cache; nil for a
+        /// variant switch, which keeps the cache's manifest.
+        let data: Data?
         let signature: Data?
-        let manifest: Manifest
-        let index: FileIndex
+        let published: PublishedRevision
+        /// What the mount will serve: `published` resolved with ``variants``.
+        let view: VariantView
+        let variants: VariantRequest
         let plan: UpdatePlan
+        /// The served manifest.
+        var manifest: Manifest { view.manifest }
+        /// The served index.
+        var index: FileIndex { view.index }
     }
 
     let origin: any Origin
@@ -71,7 +80,9 @@ final class BundleUpdater: Sendable {
     /// Step 1, plan: fetches and checks the origin's manifest and, if it is another bundle,
     /// its file index, and plans the move from the revision served now. The candidate is
     /// nil when the origin serves the mounted bundle. `prefetched`: the manifest's bytes
-    /// when the caller already has them.
+    /// when the caller already has them. The new revision is resolved with the mount's
+    /// variant request before planning, so the plan (and the origin) sees only the
+    /// selected variants' packs.
     func plan(prefetched: Data? = nil) async throws(UpdateError) -> (report: UpdateReport, candidate: Candidate?) {
         let current = revisions.current
         let (manager, index, mounted) = (current.manager, current.index, current.manifest)
@@ -84,21 +95,28 @@ final class BundleUpdater: Sendable {
             return (UpdateReport(mountedRevision: mounted.revision, availableRevision: available.revision,
                                  changedPacks: [], downloadBytes: 0, reusedBytes: 0), nil)
         }
-        let newIndex = try await loadIndex(of: available, into: current)
+        let published = PublishedRevision(manifest: available, index: try await loadIndex(of: available, into: current))
+        let variants = current.variants
+        let view: VariantView
+        do {
+            view = try await manager.io.run { () throws(FileIndexError) in try variants.view(of: published) }
+        } catch {
+            throw UpdateError(.resourceUnavailable, "the new revision's file index \(available.index.file) has unusable variant directories: \(error)")
+        }
         let local = manager.localOrRetainedPacks()
         // Walks both memory-mapped indexes (page faults are disk reads): on the I/O executor.
         let plan = await manager.io.run {
-            UpdatePlan.make(mounted: mounted, mountedIndex: index, local: local, available: available, availableIndex: newIndex)
+            UpdatePlan.make(mounted: mounted, mountedIndex: index, local: local, available: view.manifest, availableIndex: view.index)
         }
         let report = UpdateReport(mountedRevision: mounted.revision, availableRevision: available.revision,
-                                  changedPacks: plan.changedPacks.map { available.pack($0).id.rawValue },
+                                  changedPacks: plan.changedPacks.map { view.manifest.pack($0).id.rawValue },
                                   downloadBytes: plan.downloadBytes, reusedBytes: plan.reusedBytes)
         logger.info("update check", metadata: [
             "revision": "\(mounted.revision)", "available.revision": "\(available.revision)",
             "changed.packs": "\(plan.changedPacks.count)", "download.bytes": "\(plan.downloadBytes)",
             "reused.bytes": "\(plan.reusedBytes)",
         ])
-        return (report, Candidate(data: data, signature: signature, manifest: available, index: newIndex, plan: plan))
+        return (report, Candidate(data: data, signature: signature, published: published, view: view, variants: variants, plan: plan))
     }
 
     /// A check from the interval timer (`--update-interval`): a conditional GET with the

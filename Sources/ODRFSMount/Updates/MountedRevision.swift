@@ -8,13 +8,25 @@ import ODRFSStore
 /// One revision of a bundle as a mount serves it: its manifest and file index, the
 /// resource manager that owns its packs, the filesystem view FUSE requests reach, and the
 /// downloader its packs come through. The five are built together, by
-/// ``make(manifest:index:store:origin:settings:succeeding:)`` — at mount (``PreparedBundle``)
-/// and at an update's switch (``BundleUpdater``) alike — and replaced together: services,
-/// the control plane and metrics reach the revision served now only through
-/// ``MountRevisions/current``.
+/// ``make(published:view:variants:store:origin:wire:settings:succeeding:)`` — at mount
+/// (``PreparedBundle``), at an update's switch and at a variant switch (``BundleUpdater``)
+/// alike — and replaced together: services, the control plane and metrics reach the
+/// revision served now only through ``MountRevisions/current``.
+///
+/// With variants, ``manifest`` and ``index`` are the served view (``VariantView``): the
+/// logical tree and only the packs the selection uses. Everything downstream works on
+/// them and never sees another variant; ``published`` keeps what the origin signed.
 public final class MountedRevision: Sendable {
+    /// The served manifest: the published one cut to the selected variants' packs.
     public let manifest: Manifest
+    /// The served (logical) file index.
     public let index: FileIndex
+    /// The manifest and physical index as the origin publishes them.
+    let published: PublishedRevision
+    /// How this revision's view was chosen; a later revision is resolved the same way.
+    let variants: VariantRequest
+    /// The variant of each served file that came from a variant directory.
+    let variantOfEntry: [EntryNumber: VariantAssignment]
     /// Pack state, retains and downloads of this revision.
     public let manager: ResourceManager
     /// The FUSE view of this revision (``RevisionSwitchingFileSystem`` forwards to it).
@@ -25,10 +37,16 @@ public final class MountedRevision: Sendable {
     /// The manifest's revision number.
     public var revision: Int64 { manifest.revision }
 
-    private init(manifest: Manifest, index: FileIndex, manager: ResourceManager, fileSystem: BundleFileSystem,
-                 downloader: PackDownloader) {
-        self.manifest = manifest
-        self.index = index
+    /// The selection this revision serves.
+    var selection: VariantSelection { variants.selection(for: published.manifest) }
+
+    private init(view: VariantView, published: PublishedRevision, variants: VariantRequest, manager: ResourceManager,
+                 fileSystem: BundleFileSystem, downloader: PackDownloader) {
+        self.manifest = view.manifest
+        self.index = view.index
+        self.published = published
+        self.variants = variants
+        self.variantOfEntry = view.variantOfEntry
         self.manager = manager
         self.fileSystem = fileSystem
         self.downloader = downloader
@@ -67,8 +85,9 @@ public final class MountedRevision: Sendable {
         PackDownloader(origin: origin, store: store, chunkSize: chunkSize, wire: wire, logger: logger)
     }
 
-    /// Builds a revision whose manifest and index are checked against each other and whose
-    /// packs `store` holds or will hold. Reconciling the manager with the cache reads the
+    /// Builds the revision serving `view` (``VariantRequest/view(of:)`` of `published`),
+    /// whose manifest and index are checked against each other and whose packs `store`
+    /// holds or will hold. Reconciling the manager with the cache reads the
     /// cache index (SQLite): on `settings.io`.
     ///
     /// - `wire`: the byte counter of the mount (the one the file index was fetched with).
@@ -76,8 +95,11 @@ public final class MountedRevision: Sendable {
     ///   re-hashing to the background. At an update, the revision replaced: its access times
     ///   and priorities are saved first and read by the new manager, which also takes over its
     ///   event stream, last update check and, in the view, its open files and inode numbers.
-    static func make(manifest: Manifest, index: FileIndex, store: PackStore, origin: any Origin, wire: WireByteCounter,
-                     settings: Settings, succeeding: Succession?) async throws(StoreError) -> MountedRevision {
+    static func make(published: PublishedRevision, view: VariantView, variants: VariantRequest, store: PackStore,
+                     origin: any Origin, wire: WireByteCounter, settings: Settings,
+                     succeeding: Succession?) async throws(StoreError) -> MountedRevision {
+        let (manifest, index) = (view.manifest, view.index)
+        let chosen = variants.selection(for: published.manifest).chosen
         let logger = settings.logger
         let downloader = Self.downloader(origin: origin, store: store, chunkSize: manifest.chunkSize, wire: wire, logger: logger)
         let old = succeeding?.previous.manager
@@ -89,11 +111,12 @@ public final class MountedRevision: Sendable {
                 return try ResourceManager(manifest: manifest, store: store, downloader: downloader, limits: settings.limits,
                                            maximumConcurrentDownloads: settings.maximumConcurrentDownloads, logger: logger,
                                            io: settings.io, schedule: old.schedule, events: old.events,
-                                       generation: old.generation + 1)
+                                       generation: old.generation + 1, selectedVariants: chosen)
             }
             return try ResourceManager(manifest: manifest, store: store, downloader: downloader, limits: settings.limits,
                                        maximumConcurrentDownloads: settings.maximumConcurrentDownloads, logger: logger,
-                                       io: settings.io, schedule: settings.schedule, deferringHashes: true)
+                                       io: settings.io, schedule: settings.schedule, deferringHashes: true,
+                                       selectedVariants: chosen)
         }
         let fileSystem: BundleFileSystem
         if let succeeding, let old {
@@ -103,18 +126,22 @@ public final class MountedRevision: Sendable {
                 manager.updateCheck.record(availableRevision: available, at: date)
             }
             fileSystem = BundleFileSystem(index: index, manager: manager, logger: logger, inodes: succeeding.inodes,
-                                          previous: succeeding.previous.fileSystem)
+                                          previous: succeeding.previous.fileSystem, variantOfEntry: view.variantOfEntry)
         } else {
-            fileSystem = BundleFileSystem(index: index, manager: manager, logger: logger, passthrough: settings.passthrough)
+            fileSystem = BundleFileSystem(index: index, manager: manager, logger: logger, passthrough: settings.passthrough,
+                                          variantOfEntry: view.variantOfEntry)
         }
-        return MountedRevision(manifest: manifest, index: index, manager: manager, fileSystem: fileSystem, downloader: downloader)
+        return MountedRevision(view: view, published: published, variants: variants, manager: manager, fileSystem: fileSystem,
+                               downloader: downloader)
     }
 
     /// A revision served without a mount (a control service over a bare manager, in tests):
     /// its view is an empty tree.
     static func detached(_ manager: ResourceManager) throws(FileIndexError) -> MountedRevision {
         let index = try FileIndex(bytes: FileIndexWriter(packCount: manager.manifest.packs.count).encode(root: .directory("")))
-        return MountedRevision(manifest: manager.manifest, index: index, manager: manager,
+        return MountedRevision(view: VariantView(manifest: manager.manifest, index: index, variantOfEntry: [:]),
+                               published: PublishedRevision(manifest: manager.manifest, index: index),
+                               variants: VariantRequest(explicit: .none, environment: [:]), manager: manager,
                                fileSystem: BundleFileSystem(index: index, manager: manager, logger: manager.logger),
                                downloader: manager.downloader)
     }

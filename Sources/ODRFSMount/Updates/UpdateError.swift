@@ -10,6 +10,8 @@ struct UpdateError: Error, Sendable, CustomStringConvertible {
     enum Kind: Sendable, Equatable {
         /// Another update of this mount is running; this one was refused, not queued.
         case busy
+        /// The request names what the bundle does not have (an undeclared variant key).
+        case invalidRequest
         /// The origin offers a revision that is not newer than the mounted one (or, with
         /// trusted keys, older than one already seen).
         case rollbackRefused

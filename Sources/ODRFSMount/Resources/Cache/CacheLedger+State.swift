@@ -193,7 +193,7 @@ extension CacheLedger {
                 cachedBytes -= orphan.bytes
                 trash(sha256, [])
             case .pack(let index):
-                guard index > 0, slots[index].isLocal, slots[index].retainCount == 0, slots[index].download == nil else { return false }
+                guard !manifest.isBase(PackNumber(UInt32(index))), slots[index].isLocal, slots[index].retainCount == 0, slots[index].download == nil else { return false }
                 slots[index].isLocal = false
                 // Unretained, so only the kept slot holds its descriptor: closed here, with
                 // the rename into trash/, so that its space is freed with it.

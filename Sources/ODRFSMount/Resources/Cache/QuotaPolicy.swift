@@ -91,8 +91,8 @@ struct QuotaPolicy: Sendable {
 
     /// Local packs `matching` selects that a purge request must keep: they are retained.
     func keptOnRequest(from state: CacheLedger.State, matching: (PackNumber) -> Bool) -> [PackID] {
-        state.slots.indices.dropFirst().filter { index in
-            state.slots[index].isLocal && state.slots[index].retainCount > 0 && matching(PackNumber(UInt32(index)))
+        state.slots.indices.filter { index in
+            !state.manifest.isBase(PackNumber(UInt32(index))) && state.slots[index].isLocal && state.slots[index].retainCount > 0 && matching(PackNumber(UInt32(index)))
         }.map { state.manifest.packs[$0].id }
     }
 
@@ -100,7 +100,7 @@ struct QuotaPolicy: Sendable {
     /// other bundle versions (priority -1, first to go).
     private static func candidates(_ state: CacheLedger.State, matching: (PackNumber) -> Bool) -> [(candidate: EvictionCandidate, victim: Victim)] {
         var result: [(candidate: EvictionCandidate, victim: Victim)] = []
-        for index in state.slots.indices.dropFirst() {
+        for index in state.slots.indices where !state.manifest.isBase(PackNumber(UInt32(index))) {
             let slot = state.slots[index]
             guard slot.isLocal, slot.retainCount == 0, slot.download == nil, matching(PackNumber(UInt32(index))) else { continue }
             let pack = state.manifest.packs[index]
