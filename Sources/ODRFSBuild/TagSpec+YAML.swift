@@ -75,6 +75,11 @@ private struct SpecReader {
                 }
             }
         }
+        if !variants.isEmpty, let rule = rules.first(where: { $0.tag.name.contains("[") }) {
+            // `Level1[tcf=astc]` is the id of Level1's files in variant tcf=astc: a tag of
+            // that name would share its pack.
+            throw TagSpecError(.invalidTagName, file: file, "tag '\(rule.tag)': '[' in a tag name would clash with the pack ids of variants ('Level1[tcf=astc]')")
+        }
         var priorities: [ODRFSCore.Tag: Double] = [:]
         for (tag, priority, node) in preservation {
             guard declared.contains(tag) else {
@@ -262,6 +267,10 @@ extension SpecReader {
                 throw error(.wrongType, at: conditions, "the rule for '\(value)' must be {min-memory: 8G, min-cpus: 4}")
             }
             var rule = VariantRule(value: value)
+            guard !fields.isEmpty else {
+                // A rule with no condition holds everywhere: the value would win on every machine.
+                throw error(.invalidVariant, at: conditions, "the rule for '\(value)' names no condition (min-memory, min-cpus)")
+            }
             for (fieldNode, field) in fields {
                 let text = try scalar(field, what: "a number")
                 switch try scalar(fieldNode, what: "a condition") {

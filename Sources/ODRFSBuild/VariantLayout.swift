@@ -73,6 +73,9 @@ struct VariantLayout: Sendable {
                     }
                     name = suffix.logicalName
                     childAssignment = combined
+                    if physical.isEmpty, name == ResourceScanner.reservedTopLevelName {
+                        throw refusal(childPhysical, "the logical name '\(name)' is reserved at the top of a mount for its status directory")
+                    }
                 }
                 let childLogical = logical.isEmpty ? name : logical + "/" + name
                 try record(childLogical, kind: child.kind, assignment: childAssignment, physical: childPhysical)
