@@ -46,6 +46,13 @@ head -c 300 "$japan_file"; echo
 step "cat $mnt/.odrfs/status"
 cat "$mnt/.odrfs/status"
 
+step "cat $mnt/Guide/welcome.txt      # Guide#locale_en/ in the bundle: the language LANG asks for, else English"
+cat "$mnt/Guide/welcome.txt"
+
+step "odrfs variant $mnt locale=it      # the Italian guide, switched live (open files keep their bytes)"
+"$odrfs" variant "$mnt" locale=it
+cat "$mnt/Guide/welcome.txt"
+
 step "grep /packs/ $demo/serve.log      # the origin saw one request per pack, none for ls or getfattr"
 grep -o 'path=[^ ]*packs/[^ ]*' "$demo/serve.log" || true
 

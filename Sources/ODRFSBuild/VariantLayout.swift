@@ -27,7 +27,7 @@ struct VariantLayout: Sendable {
     /// The layout of `tree` under `declarations` (not empty).
     init(tree: ResourceTree, declarations: [VariantDeclaration]) throws(BuildError) {
         var walker = Walker(declarations: declarations)
-        try walker.walk(tree.root, physical: "", logical: "", assignment: .none)
+        try walker.walk(tree.root, physical: "", logical: "", assignment: .none, depth: 0)
         logicalComponents = []
         assignments = []
         logicalComponents.reserveCapacity(tree.files.count)
@@ -55,7 +55,10 @@ struct VariantLayout: Sendable {
         }
 
         mutating func walk(_ node: FileIndexWriter.Node, physical: String, logical: String,
-                           assignment: VariantAssignment) throws(BuildError) {
+                           assignment: VariantAssignment, depth: Int) throws(BuildError) {
+            guard depth < BundleLimits.maxVariantTreeDepth else {
+                throw refusal(physical, "a bundle with variants nests at most \(BundleLimits.maxVariantTreeDepth) directories deep")
+            }
             for child in node.children {
                 let childPhysical = physical.isEmpty ? child.name : physical + "/" + child.name
                 var name = child.name
@@ -81,7 +84,7 @@ struct VariantLayout: Sendable {
                 try record(childLogical, kind: child.kind, assignment: childAssignment, physical: childPhysical)
                 switch child.kind {
                 case .directory:
-                    try walk(child, physical: childPhysical, logical: childLogical, assignment: childAssignment)
+                    try walk(child, physical: childPhysical, logical: childLogical, assignment: childAssignment, depth: depth + 1)
                 case .regularFile:
                     files[childPhysical] = (childLogical, childAssignment)
                 case .symlink:

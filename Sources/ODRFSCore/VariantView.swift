@@ -40,8 +40,13 @@ public struct VariantView: Sendable {
         guard let declarations = manifest.variants, !declarations.isEmpty else {
             return VariantView(manifest: manifest, index: index, variantOfEntry: [:])
         }
+        // Pack numbers are renumbered through the manifest's list: they must index it
+        // (``FileIndex/validate(against:)`` checks this and more; a caller may not have).
+        guard index.packCount == manifest.packs.count else {
+            throw FileIndexError(.corrupt, "is for \(index.packCount) packs but the manifest has \(manifest.packs.count)")
+        }
         var resolver = Resolver(index: index, declarations: declarations, selection: selection)
-        let root = try resolver.directory(name: "", candidates: [Candidate(entry: .root, assignment: .none, rank: [])])
+        let root = try resolver.directory(name: "", candidates: [Candidate(entry: .root, assignment: .none, rank: [])], depth: 0)
         // Packs: the base, then the used ones in published order.
         var renumbered = [UInt32](repeating: UInt32.max, count: manifest.packs.count)
         var packs: [PackDescriptor] = []
@@ -101,7 +106,10 @@ public struct VariantView: Sendable {
         var currentPath: String { path.joined(separator: "/") }
 
         /// The logical directory made of `candidates` (accepted, best first).
-        mutating func directory(name: String, candidates: [Candidate]) throws(FileIndexError) -> FileIndexWriter.Node {
+        mutating func directory(name: String, candidates: [Candidate], depth: Int) throws(FileIndexError) -> FileIndexWriter.Node {
+            guard depth <= BundleLimits.maxVariantTreeDepth else {
+                throw FileIndexError(.invalidTree, "directories nest deeper than \(BundleLimits.maxVariantTreeDepth) levels", path: currentPath)
+            }
             var groups: [String: [Candidate]] = [:]
             for parent in candidates {
                 for raw in index.children(of: parent.entry) {
@@ -144,7 +152,7 @@ public struct VariantView: Sendable {
                     throw FileIndexError(.invalidTree, "is a directory in one variant and not in another", path: currentPath)
                 }
                 if kind == .directory {
-                    node.children.append(try directory(name: logicalName, candidates: ordered))
+                    node.children.append(try directory(name: logicalName, candidates: ordered, depth: depth + 1))
                 } else {
                     node.children.append(try leaf(name: logicalName, best: ordered[0]))
                 }

@@ -53,7 +53,9 @@ import Testing
         let report = try tree.builder("src").build(into: tree.path + "/dist")
         let dist = tree.path + "/dist"
         let (manifest, index) = try Self.load(dist)
-        #expect(report.rows.map(\.id.rawValue) == ["base", "Iceland", "Italy", "Japan"])
+        #expect(report.rows.map(\.id.rawValue) == ["base", "Iceland", "Italy", "Japan", "base[locale=en]", "base[locale=it]", "base[locale=ja]"])
+        #expect(manifest.variants?.map(\.key.name) == ["locale"])
+        #expect(index.lookup(path: "Guide#locale_it/welcome.txt") != nil, "the published index keeps the physical tree")
         #expect(manifest.initialInstall == [ODRFSCore.Tag("Iceland")])
         #expect(manifest.preservationPriority(of: ODRFSCore.Tag("Italy")) == 0.5)
         let empty = try #require(index.lookup(path: "Japan/Empty Dir"))

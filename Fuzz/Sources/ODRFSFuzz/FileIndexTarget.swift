@@ -41,5 +41,49 @@ enum FileIndexTarget {
         for number in index.filesWithBlockHashes {
             check(index.blockHashes(of: number) != nil, "\(number) is listed with block hashes but has none")
         }
+        resolveVariants(index)
+    }
+
+    /// The index as a mount of a bundle with variants serves it (``VariantView``): any
+    /// directory name may claim to be a variant; resolving throws or gives a logical tree
+    /// whose every file lies in a pack of the cut-down manifest.
+    static func resolveVariants(_ index: FileIndex) {
+        guard index.packCount <= 64 else { return }
+        let manifest = variantManifest(packs: index.packCount)
+        for explicit in [[:], ["tcf": ["astc"], "locale": ["it", "en"]]] as [[String: [String]]] {
+            guard let preferences = try? VariantPreferences(wire: explicit) else { continue }
+            let selection = VariantSelection(declarations: manifest.variantDeclarations, explicit: preferences.values,
+                                             environment: ["LANG": "ja_JP.UTF-8"], machine: .init(memory: .gibibytes(16), cpus: 8))
+            guard let view = try? VariantView.resolve(manifest: manifest, index: index, selection: selection) else { continue }
+            check(view.index.packCount == view.manifest.packs.count, "the view's index and manifest disagree on packs")
+            for raw in 0..<UInt32(view.index.entryCount) {
+                let entry = view.index.entry(EntryNumber(raw))
+                if let pack = entry?.pack { check(Int(pack.rawValue) < view.manifest.packs.count, "a file of the view is in no pack") }
+                if entry?.kind == .directory, case .success? = VariantSuffix.parse(view.index.name(of: EntryNumber(raw))) {
+                    check(false, "the view still shows a variant directory")
+                }
+            }
+            for entry in view.variantOfEntry.keys {
+                check(view.index.entry(entry) != nil, "a variant attribute for an entry the view lacks")
+            }
+        }
+    }
+
+    /// A manifest of `packs` packs declaring tcf and locale, as `VariantView` reads it.
+    static func variantManifest(packs count: Int) -> Manifest {
+        let zero = ContentHash.of([])
+        let packs = (0..<max(count, 1)).map { number in
+            PackDescriptor(id: PackID(number == 0 ? "base" : "p\(number)"), tags: [], file: "packs/\(number).tar",
+                           bytes: ByteCount(1 << 40), sha256: zero, chunks: [], files: 0)
+        }
+        var manifest = Manifest(bundleVersion: zero, chunkSize: .mebibytes(1),
+                                index: IndexReference(file: "index/x.odrx", bytes: .zero, sha256: zero, entries: 1),
+                                packs: packs, tags: [], initialInstall: [], prefetch: [])
+        let value = { (name: String) in VariantValue(validating: name)! }
+        manifest.variants = [
+            VariantDeclaration(key: VariantKey(validating: "tcf")!, values: ["astc", "etc2", "bc7"].map(value), defaultValue: value("etc2")),
+            VariantDeclaration(key: VariantKey(validating: "locale")!, values: ["en", "it", "ja"].map(value), defaultValue: value("en")),
+        ]
+        return manifest
     }
 }
