@@ -81,4 +81,35 @@ struct VariantSwitchMountTests {
         #expect(unknown.status != 0 && unknown.stderr.contains("tcf"), "\(unknown.stderr)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: texture)) == Data(Self.textures["astc"]!))
     }
+
+    @Test("an update keeps the selection; when the selected value leaves the bundle, the mount falls back to the default")
+    func updatesKeepTheSelection() async throws {
+        let fixture = try MountFixture()
+        try await Self.buildBundle(fixture)
+        try await fixture.mount(extra: ["--variant", "tcf=bc7"])
+        let texture = fixture.mountpoint + "/levels/1/Textures/t.ktx"
+        #expect(try Data(contentsOf: URL(fileURLWithPath: texture)) == Data(Self.textures["bc7"]!))
+
+        // Revision 2: the map changes, BC7 is dropped (from the spec and the tree).
+        try FileManager.default.removeItem(atPath: fixture.source + "/levels/1/Textures#tcf_bc7")
+        try Data("map 2\n".utf8).write(to: URL(fileURLWithPath: fixture.source + "/levels/1/map.dat"))
+        try """
+            tags:
+              Level1: ["levels/1/**"]
+            variants:
+              tcf: {values: [astc, etc2], default: etc2}
+
+            """.write(toFile: fixture.source + "/odr.yaml", atomically: true, encoding: .utf8)
+        let build = try await fixture.odrfs(["build", fixture.source, "-o", fixture.dist])
+        try #require(build.status == 0, "\(build.stderr)")
+        let update = try await fixture.odrfs(["update", fixture.mountpoint, "--json"])
+        try #require(update.status == 0, "\(update.stderr)\n\(fixture.log)")
+        let report = try Self.json(update.stdout)
+        #expect((report["changed_packs"] as? [String])?.contains("Level1[tcf=astc]") == false, "an unselected variant is never planned: \(report)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: texture)) == Data(Self.textures["etc2"]!))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: fixture.mountpoint + "/levels/1/map.dat")) == Data("map 2\n".utf8))
+        let status = try Self.json(try await fixture.odrfs(["status", fixture.mountpoint, "--json"]).stdout)
+        #expect(status["variants"] as? [String: String] == ["tcf": "etc2"])
+        #expect(try fixture.fetches(of: "Level1[tcf=astc]") == nil, "the view of revision 2 has no ASTC pack either")
+    }
 }
