@@ -31,6 +31,11 @@
 ///   (the last one shorter) start at hash firstBlock, which is the sum of the rows before it;
 ///   block k covers the file's bytes k·blockSize ..< min((k+1)·blockSize, size).
 /// ```
+///
+/// A bundle whose manifest declares variants keeps its tree as built: a directory named
+/// `NAME#KEY_VALUE` is the `VALUE` variant of the logical directory `NAME`, so the index
+/// maps each logical path to its entries per variant through those names; a mount serves
+/// the logical tree that ``VariantView`` resolves from it.
 enum FileIndexLayout {
     static let magic: [UInt8] = Array("ODRIDX1\0".utf8)
     /// The version the writer produces.
