@@ -8,7 +8,7 @@ import ServiceLifecycle
 /// text format at `/metrics` (any other path is 404) by Hummingbird.
 ///
 /// ``bootstrap()`` makes swift-prometheus the process's metrics backend; it must run
-/// before anything creates a metric handle (the mount's ``MountMetrics`` are made when its
+/// before anything creates a metric handle (ODRFSMount's `MountMetrics` are made when its
 /// resource manager is), and only once per process. Before each scrape `refresh` runs, so
 /// gauges come from one snapshot taken when Prometheus asks.
 public struct MetricsEndpoint: Service {
