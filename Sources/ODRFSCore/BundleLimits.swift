@@ -18,13 +18,13 @@
 /// | manifest revision            | ``revisionRange`` (1…2^53)    |
 /// | manifest expiry (Unix s)     | ``expiryRange`` (1970…9999-12-31) |
 public enum BundleLimits {
-    /// Upper bound of the sum of every pack's size. 2^52 leaves 2^11 headroom below
-    /// `Int64.max`, so even 2,000 such sums added together cannot overflow.
     /// Directory levels of a bundle that declares variants: its tree is walked
     /// recursively when a mount resolves it (``VariantView``), so a hostile index must
     /// not nest deeper than a thread's stack allows; `odrfs build` refuses deeper trees.
     public static let maxVariantTreeDepth = 256
 
+    /// Upper bound of the sum of every pack's size. 2^52 leaves 2^11 headroom below
+    /// `Int64.max`, so even 2,000 such sums added together cannot overflow.
     public static let maxTotalBytes = ByteCount(1 << 52)
     /// Chunk sizes a manifest may declare: tiny chunks would make a chunk list larger than
     /// the pack, huge ones would let one chunk fill memory or delay verification forever.
