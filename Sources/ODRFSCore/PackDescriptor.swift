@@ -2,7 +2,7 @@ import Crypto
 /// One pack as the manifest describes it: which tag set it holds, where its file is in the dist
 /// dir, and the hashes that let a fetcher verify it whole and chunk by chunk.
 public struct PackDescriptor: Codable, Sendable, Equatable {
-    /// `PackID(tags: tags)`; "base" for the untagged files.
+    /// `PackID(tags: tags, variant: variantAssignment)`; "base" for the untagged files.
     public var id: PackID
     /// The exact tag set of every file in this pack, sorted.
     public var tags: [Tag]
