@@ -39,9 +39,10 @@ def note(path, line):
         f.write(f"{line}\n")
 
 
-def start(cmd, mountpoint=None, log=None):
+def start(cmd, mountpoint=None, log=None, env=None):
     out = open(log or os.devnull, "w")
-    p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                         env=None if env is None else {**os.environ, **env})
     note("pids", p.pid)
     if mountpoint:
         note("mounts", mountpoint)
@@ -111,7 +112,7 @@ http {{
   server {{
     listen 127.0.0.1:{port};
     location /dist/ {{ alias {A.work}/dist/; }}
-    location /s1/ {{ alias {A.work}/s1/dist/; }}
+    location /s1/ {{ alias {s1_dir()}/dist/; }}
     location /src/ {{ alias {A.work}/src/; autoindex on; }}
   }}
 }}
@@ -334,20 +335,34 @@ def run_floor():
         stop(p, mnt)
 
 
-def vmrss(pid):
+def vmrss(pid, field="VmRSS"):
+    """A memory figure of /proc/PID/status in MiB: VmRSS, or its parts RssAnon (the heap)
+    and RssFile (mapped files, here mostly the memory-mapped file index: page cache)."""
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
     return 0.0
+
+
+def s1_dir():
+    """Where S1's tree and dist dir live: in the run's temp dir, or `--s1-dir` kept between runs."""
+    return A.s1_dir or f"{A.work}/s1"
 
 
 def run_scale(origin):
     files, packs = (10_000, 100) if A.quick else (A.s1_files, A.s1_packs)
     r = {"S1 files": files}
-    src, dist = f"{A.work}/s1/src", f"{A.work}/s1/dist"
-    r["S1 gen"] = timed(lambda: sh(sys.executable, f"{HERE}/gen_bundle.py", "scale", src, str(files), str(packs)))
-    r["S1 build"] = timed(lambda: sh(A.binary, "build", src, "-o", dist))
+    src, dist = f"{s1_dir()}/src", f"{s1_dir()}/dist"
+    stamp = f"{s1_dir()}/built-{files}-{packs}"
+    if os.path.exists(stamp):
+        r["S1 gen"] = r["S1 build"] = float("nan")   # kept from an earlier run (--s1-dir)
+    else:
+        if A.s1_dir:
+            shutil.rmtree(s1_dir(), ignore_errors=True)   # a partial tree from an interrupted run
+        r["S1 gen"] = timed(lambda: sh(sys.executable, f"{HERE}/gen_bundle.py", "scale", src, str(files), str(packs)))
+        r["S1 build"] = timed(lambda: sh(A.binary, "build", src, "-o", dist))
+        open(stamp, "w").close()
     mnt, cache = f"{A.work}/mnt-s1", f"{A.work}/cache-s1"
     os.makedirs(mnt)
     drop_caches()
@@ -357,12 +372,77 @@ def run_scale(origin):
     os.stat(mnt)
     r["S1 mount"] = time.perf_counter() - t
     r["S1 rss mount"] = vmrss(p.pid)
+    r["S1 anon mount"] = vmrss(p.pid, "RssAnon")
     out = {}
     r["S1 find"] = timed(lambda: out.setdefault("n", subprocess.run(f"find {mnt} | wc -l", shell=True, capture_output=True, text=True, check=True).stdout.strip()))
     r["S1 entries"] = int(out["n"])
     r["S1 rss find"] = vmrss(p.pid)
+    r["S1 anon find"] = vmrss(p.pid, "RssAnon")
     stop(p, mnt)
     return r
+
+
+# --- listings: readdir against readdirplus (issue 28)
+
+# Each walk is one shell command over ROOT, output discarded, so every column runs the same
+# program; `find -type f` and `os.walk` need only names and types, `du -s` and `ls -lR` a stat
+# of every entry.
+WALKS = [
+    ("find -type f | wc -l", "find {root} -type f | wc -l"),
+    ("du -s", "du -s {root}"),
+    ("os.walk", sys.executable + " -c 'import os,sys; print(sum(len(f) for _, _, f in os.walk(sys.argv[1])))' {root}"),
+    ("ls -lR", "ls -lR {root}"),
+]
+
+
+def walk_times(root, rounds):
+    """Per walk: the first run after dropping every cache (page cache, dentries, inodes),
+    then the median of `rounds` runs straight after (warm)."""
+    r = {}
+    for name, cmd in WALKS:
+        run = lambda: subprocess.run(cmd.format(root=root), shell=True, stdout=subprocess.DEVNULL, check=True)
+        drop_caches()
+        r[f"{name} cold"] = timed(run)
+        r[f"{name} warm"] = statistics.median(timed(run) for _ in range(rounds))
+    return r
+
+
+def run_listing(origin):
+    """W6's tree and the S1 bundle walked natively and through one fresh mount per
+    `ODRFS_READDIRPLUS` mode, all in this run; the load average is taken around each."""
+    trees = [("W6 tree", f"{A.work}/src/Tree", "/dist/", "Tree")]
+    if os.path.isdir(f"{s1_dir()}/dist"):
+        trees.append(("S1", f"{s1_dir()}/src", "/s1/", ""))
+    rounds = min(A.rounds, 3)
+    out = []   # (tree, column, load before, load after, {walk: seconds})
+    for tree, src, path, sub in trees:
+        load = os.getloadavg()[0]
+        times = walk_times(src, rounds)
+        out.append((tree, "native", load, os.getloadavg()[0], times))
+        for mode in A.listing_modes:
+            mnt, cache = f"{A.work}/mnt-list-{mode}-{len(out)}", f"{A.work}/cache-list-{mode}-{len(out)}"
+            os.makedirs(mnt)
+            env = {} if mode == "default" else {"ODRFS_READDIRPLUS": mode}
+            p = start([A.binary, "mount", origin + path, mnt, "--cache", cache, "--foreground"], mnt,
+                      log=f"{A.work}/list-{mode}.log", env=env)
+            wait_for(lambda: os.path.ismount(mnt) or p.poll() is not None, 300, f"{mode} mount")
+            load = os.getloadavg()[0]
+            times = walk_times(os.path.join(mnt, sub) if sub else mnt, rounds)
+            out.append((tree, mode, load, os.getloadavg()[0], times))
+            stop(p, mnt)
+    return out
+
+
+def listing_table(rows):
+    native = {tree: times for tree, col, _, _, times in rows if col == "native"}
+    print("\n| tree | walk | column | cold s | /native cold | warm s | /native warm | load avg (1 min) |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for name, _ in WALKS:
+        for tree, col, before, after, t in rows:
+            n = native[tree]
+            ratio = lambda k: "" if col == "native" else f"{t[k] / n[k]:.2f}x"
+            print(f"| {tree} | {name} | {col} | {t[name + ' cold']:.3f} | {ratio(name + ' cold')} | "
+                  f"{t[name + ' warm']:.3f} | {ratio(name + ' warm')} | {before:.1f}-{after:.1f} |")
 
 
 def bytes_since(mark, pattern):
@@ -489,6 +569,7 @@ def table(res, scale, has_rclone, update=None):
         s1("S1 daemon VmRSS after mount", "MiB", f"{s['S1 rss mount']:.0f}", "< 150 MiB", s["S1 rss mount"] < 150)
         s1(f"S1 find | wc -l ({s['S1 entries']:,})", "s", f"{s['S1 find']:.2f}")
         s1("S1 daemon VmRSS after find", "MiB", f"{s['S1 rss find']:.0f}", "< 150 MiB", s["S1 rss find"] < 150)
+        s1("S1 of which RssAnon, after mount / find", "MiB", f"{s['S1 anon mount']:.0f} / {s['S1 anon find']:.0f}")
         s1("S1 odrfs build of that tree", "s", f"{s['S1 build']:.1f}")
     if update:
         u = update
@@ -525,6 +606,10 @@ def main():
     ap.add_argument("--chunk-size", default=None, help="odrfs build --chunk-size (e.g. 64K; default: the builder's)")
     ap.add_argument("--only", type=lambda v: set(v.upper().split(",")), default=None,
                     help="comma list of W1 (with W2), W3 (with W4, W5), W6, W7, S1, W8")
+    ap.add_argument("--s1-dir", default=None, help="keep S1's tree and dist dir here and reuse them in later runs")
+    ap.add_argument("--listing-modes", type=lambda v: v.split(","), default=None,
+                    help="walk W6's tree and S1 through a mount per ODRFS_READDIRPLUS mode "
+                         "(always, never, auto, directories; default: the binary's own)")
     A = ap.parse_args()
     if A.rounds is None:
         A.rounds = 1 if A.quick else 5
@@ -551,6 +636,12 @@ def main():
         if want("S1"):
             say("S1 scale")
             scale = run_scale(origin)
+        listing = None
+        if A.listing_modes is None and want("S1"):
+            A.listing_modes = ["default"]   # S1's walks through the mount as shipped
+        if A.listing_modes:
+            say("listings per readdirplus mode")
+            listing = run_listing(origin)
         update = None
         if want("W8"):
             say("W8 update")   # last: it changes the source tree and the dist dir
@@ -559,6 +650,8 @@ def main():
         print(f"\nODRFS benchmark: latency {A.latency_ms} ms per request, {'quick' if A.quick else 'full'} dataset, "
               f"{os.cpu_count()} CPUs, kernel {os.uname().release}\n")
         table(res, scale, len(systems) == 3, update)
+        if listing:
+            listing_table(listing)
     finally:
         for p, m in reversed(list(PROCS)):
             stop(p, m)

@@ -59,6 +59,26 @@ public struct DirectoryBuffer: ~Copyable {
         }
     }
 
+    /// Adds an entry the kernel lists but does not instantiate: in a readdirplus
+    /// buffer it goes with node id 0, which the kernel takes as "no attributes for
+    /// this one" (`fuse_direntplus_link` in fs/fuse/readdir.c skips it: no inode, no
+    /// dentry; a later stat sends a lookup). In a plain buffer it is a plain entry.
+    /// Only the attributes' inode and type are used.
+    /// Returns false (and adds nothing) when the entry does not fit.
+    public mutating func addNameOnly(name: String, attributes: FileAttributes, nextOffset: Int64) -> Bool {
+        guard plus else {
+            return add(name: name, attributes: attributes, nextOffset: nextOffset)
+        }
+        var parameters = fuse_entry_param()
+        parameters.ino = 0  // the node id: nothing to link
+        parameters.attr.st_ino = attributes.stat.st_ino  // the dirent's inode number, as in a plain readdir
+        parameters.attr.st_mode = attributes.stat.st_mode & mode_t(S_IFMT)
+        let request = raw
+        return append { buffer, remaining in
+            name.withCString { fuse_add_direntry_plus(request, buffer, remaining, $0, &parameters, off_t(nextOffset)) }
+        }
+    }
+
     /// libfuse writes the entry only if it fits and always returns its size,
     /// so a size larger than the space left means "not added".
     private mutating func append(_ write: (UnsafeMutablePointer<CChar>, Int) -> Int) -> Bool {

@@ -44,6 +44,28 @@ struct MountTests {
         }
     }
 
+    /// A readdirplus entry with node id 0 (`addNameOnly`) is listed with its name, type
+    /// and inode number, but the kernel builds no inode or dentry for it: the first stat
+    /// of that file asks with a lookup, where a linked entry needs none (issue 28).
+    @Test(arguments: [false, true])
+    func nameOnlyEntriesAreListedButNotLinked(nameOnly: Bool) async throws {
+        try await withTestMount { mount in
+            mount.fileSystem.events.withLock { $0.nameOnlyFiles = nameOnly }
+            let name = "entry-with-a-longish-name-0007.txt"
+            let listing = await runTool("/usr/bin/find", [mount.path("many"), "-type", "f"])
+            let names = listing.stdout.split(separator: "\n")
+            #expect(names.count == TestFileSystem.manyCount, "\(listing.stderr)")
+            #expect(names.contains { $0.hasSuffix("/" + name) })
+            let events = mount.fileSystem.events.withLock { $0 }
+            #expect(!events.readdirPlusFlags.isEmpty && events.readdirPlusFlags.allSatisfy { $0 }, "\(events.readdirPlusFlags)")
+            #expect(!events.lookups.contains(name), "find -type f needs no stat")
+            let stat = await runTool("/usr/bin/stat", ["-c", "%s %F", mount.path("many/" + name)])
+            #expect(stat.stdout == "0 regular empty file\n", "\(stat.stderr)")
+            let lookups = mount.fileSystem.events.withLock { $0.lookups.filter { $0 == name }.count }
+            #expect(lookups == (nameOnly ? 1 : 0), "lookups of \(name) after the listing")
+        }
+    }
+
     /// Without no-opendir every listing costs an opendir and a releasedir and
     /// is read again; with it neither is ever called and the second listing
     /// comes from the kernel's readdir cache.

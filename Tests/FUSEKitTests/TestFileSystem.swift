@@ -44,6 +44,10 @@ final class TestFileSystem: FUSEFileSystem {
         var destroyed = false
         /// Reads of `big.bin` that reached the filesystem (passthrough reads do not).
         var descriptorReads = 0
+        /// The name of every lookup, in order.
+        var lookups: [String] = []
+        /// Readdirplus replies carry files name-only (node id 0), directories linked.
+        var nameOnlyFiles = false
     }
 
     static let helloText = Array("Hello, FUSE!\n".utf8)
@@ -137,6 +141,7 @@ final class TestFileSystem: FUSEFileSystem {
             request.replyError(.notDirectory)
             return
         }
+        events.withLock { $0.lookups.append(name) }
         guard let inode = children[name], let node = nodes[inode] else {
             request.replyError(.noSuchFileOrDirectory)
             return
@@ -234,7 +239,10 @@ final class TestFileSystem: FUSEFileSystem {
             request.replyError(.notDirectory)
             return
         }
-        events.withLock { $0.readdirPlusFlags.append(plus) }
+        let nameOnlyFiles = events.withLock {
+            $0.readdirPlusFlags.append(plus)
+            return $0.nameOnlyFiles
+        }
         var entries: [(String, FileAttributes)] = [(".", node.attributes), ("..", nodes[.root]!.attributes)]
         entries += children.sorted { $0.key < $1.key }.map { ($0.key, nodes[$0.value]!.attributes) }
         var buffer = DirectoryBuffer(request: request, capacity: size, plus: plus)
@@ -242,7 +250,10 @@ final class TestFileSystem: FUSEFileSystem {
         while index < entries.count {
             let (name, attributes) = entries[index]
             let entry = EntryReplyParameters(attributes: attributes, entryTimeout: 60, attributeTimeout: 60)
-            guard buffer.add(name: name, entry: entry, nextOffset: Int64(index + 1)) else { break }
+            let added = nameOnlyFiles && !attributes.isDirectory
+                ? buffer.addNameOnly(name: name, attributes: attributes, nextOffset: Int64(index + 1))
+                : buffer.add(name: name, entry: entry, nextOffset: Int64(index + 1))
+            guard added else { break }
             index += 1
         }
         request.replyDirectory(buffer)

@@ -50,6 +50,7 @@ struct PreparedBundle: Sendable {
             } catch {
                 throw MountError("the file index \(manifest.index.file) does not match the manifest: \(error)")
             }
+            index.releaseResidentPages()   // validated: resident memory is what requests touch from now on
             do {
                 try await io.run { () throws(StoreError) in try store.saveManifest(loaded.data, signature: loaded.signature) }
             } catch {

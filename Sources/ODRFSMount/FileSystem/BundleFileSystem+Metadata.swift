@@ -26,6 +26,9 @@ extension BundleFileSystem {
             request.replyError(.noSuchFileOrDirectory)
             return
         }
+        if !parameters.attributes.isDirectory {
+            listingPolicy.lookedUpFile()
+        }
         request.replyEntry(parameters)
     }
 
@@ -80,6 +83,8 @@ extension BundleFileSystem {
         let isRoot = node == .entry(.root)
         let total = Int64(listing.count) + Int64(children.count) + (isRoot ? 1 : 0)
         var buffer = DirectoryBuffer(request: request, capacity: size, plus: plus)
+        let linksFiles = plus && listingPolicy.linksFiles(startsListing: offset <= 0)
+        var files = 0
         var position = max(offset, 0)
         while position < total {
             let name: String
@@ -95,11 +100,21 @@ extension BundleFileSystem {
                 child = .controlDirectory
             }
             guard let parameters = entryParameters(for: child) else { break }
-            let added = plus
-                ? buffer.add(name: name, entry: parameters, nextOffset: position + 1)
-                : buffer.add(name: name, attributes: parameters.attributes, nextOffset: position + 1)
+            let isDirectory = parameters.attributes.isDirectory
+            let added: Bool
+            if !plus {
+                added = buffer.add(name: name, attributes: parameters.attributes, nextOffset: position + 1)
+            } else if linksFiles || isDirectory {
+                added = buffer.add(name: name, entry: parameters, nextOffset: position + 1)
+            } else {
+                added = buffer.addNameOnly(name: name, attributes: parameters.attributes, nextOffset: position + 1)
+            }
             if !added { break }
+            files += isDirectory ? 0 : 1
             position += 1
+        }
+        if plus {
+            listingPolicy.replied(files: files, linked: linksFiles)
         }
         request.replyDirectory(buffer)
     }

@@ -41,6 +41,9 @@ public final class BundleFileSystem: FUSEFileSystem {
     let backingFiles: BackingFileExtractor
     /// `--passthrough` and `--passthrough-min-size`, the same for every revision.
     let passthroughSettings: PassthroughSettings
+    /// Readdir or readdirplus, and which entries a readdirplus reply links (issue 28);
+    /// shared by every revision, as its evidence is about the walkers, not the tree.
+    let listingPolicy: DirectoryListingPolicy
     /// The bundle's size in 4 KiB blocks for statfs, summed once (a `df` loop must not walk the packs).
     let totalBlocks: UInt64
     /// The variant of each file that came from a variant directory (`user.odrfs.variant`).
@@ -64,6 +67,7 @@ public final class BundleFileSystem: FUSEFileSystem {
         self.readers = previous?.readers ?? ReaderTable()
         self.virtualFiles = previous?.virtualFiles ?? VirtualFileTable()
         self.passthroughSettings = previous?.passthroughSettings ?? passthrough
+        self.listingPolicy = previous?.listingPolicy ?? DirectoryListingPolicy(mode: DirectoryListingMode.current)
         self.backingFiles = BackingFileExtractor(manager: manager, minimumSize: passthroughSettings.minimumSize)
         // Saturating and bounded by manifest validation, so the rounding cannot overflow.
         self.totalBlocks = (UInt64(manager.manifest.totalBytes.value) + 4095) / 4096
@@ -78,8 +82,7 @@ public final class BundleFileSystem: FUSEFileSystem {
     public func configure(_ connection: inout ConnectionConfiguration) {
         connection.spliceWrite = true
         connection.spliceMove = true
-        connection.readdirPlus = true
-        connection.readdirPlusAuto = false
+        listingPolicy.mode.apply(to: &connection)
         connection.asyncRead = true
         connection.parallelDirectoryOperations = true
         connection.cacheSymlinks = true

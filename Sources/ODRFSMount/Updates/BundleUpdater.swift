@@ -201,6 +201,7 @@ final class BundleUpdater: Sendable {
         } catch {
             throw UpdateError(.resourceUnavailable, "the new revision's file index \(manifest.index.file) is unusable: \(error)")
         }
+        index.releaseResidentPages()
         return index
     }
 }
