@@ -150,7 +150,7 @@ struct BundleUpdaterTests {
         mounted.updater.busy.withLock { $0 = true }
         let error = await #expect(throws: UpdateError.self) { try await mounted.updater.update() }
         #expect(error?.kind == .busy)
-        #expect(error?.message == "an update of this mount is already in progress")
+        #expect(error?.message == "an update or variant switch of this mount is already in progress")
         await mounted.shutdown()
     }
 
