@@ -8,7 +8,7 @@ import TestSupport
 
 /// Nobody there fails fast; somebody there but slow gets the whole fetch deadline; every
 /// answer and every failure to connect lands in the origin's health record.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timingSensitive, .timeLimit(.minutes(1)))
 struct HTTPOriginFailFastTests {
     @Test func refusedOriginFailsWithinFiveSecondsDespiteALongDeadline() async throws {
         let refusing = try RefusingPort()

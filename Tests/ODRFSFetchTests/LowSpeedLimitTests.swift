@@ -9,7 +9,7 @@ import TestSupport
 /// Issue 26, item 2: a server that sends a trickle and stalls on every attempt held an open
 /// (and `odrfs mount`) for ever, since each resumed attempt's few bytes reset the deadline.
 /// Bytes arriving slower than the low-speed limit are no progress, across attempts.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timingSensitive, .timeLimit(.minutes(1)))
 struct LowSpeedLimitTests {
     @Test func bytesAtTheLimitKeepTheDeadlineAtThePresent() {
         let start = ContinuousClock.now
