@@ -94,11 +94,12 @@ struct BundleWriter {
             TagDescriptor(tag: rule.tag, preservationPriority: spec.preservation[rule.tag] ?? 0, packs: packsByTag[rule.tag] ?? [])
         }
         let index = IndexReference(file: indexFile, bytes: indexSize, sha256: indexHash, entries: tree.allPaths.count + 1)
-        var manifest = Manifest(bundleVersion: Manifest.computeBundleVersion(index: indexHash, packs: descriptors),
+        let variants = spec.variants.isEmpty ? nil : spec.variants
+        var manifest = Manifest(bundleVersion: Manifest.computeBundleVersion(index: indexHash, packs: descriptors, variants: variants),
                                 chunkSize: chunkSize, index: index, packs: descriptors, tags: tags,
                                 initialInstall: spec.initialInstall, prefetch: BundleBuilder.prefetchList(spec, learned: learnedPrefetch),
                                 revision: revision, expires: expires)
-        manifest.variants = spec.variants.isEmpty ? nil : spec.variants
+        manifest.variants = variants
         // What every mount will check, checked here first: a bundle beyond BundleLimits or
         // otherwise unmountable fails the build instead of every mount.
         let encoded = manifest.encoded()

@@ -76,6 +76,9 @@ struct VariantLayout: Sendable {
                     }
                     name = suffix.logicalName
                     childAssignment = combined
+                    if name == "." || name == ".." {
+                        throw refusal(childPhysical, "the logical name '\(name)' is not a name a tree may hold")
+                    }
                     if physical.isEmpty, name == ResourceScanner.reservedTopLevelName {
                         throw refusal(childPhysical, "the logical name '\(name)' is reserved at the top of a mount for its status directory")
                     }

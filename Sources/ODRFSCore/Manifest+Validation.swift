@@ -56,7 +56,7 @@ extension Manifest {
                 throw ManifestError(.unknownTag, "\(section) names tag '\(tag)', which is not in tags")
             }
         }
-        let expected = Manifest.computeBundleVersion(index: index.sha256, packs: packs)
+        let expected = Manifest.computeBundleVersion(index: index.sha256, packs: packs, variants: variants)
         guard bundleVersion == expected else {
             throw ManifestError(.inconsistent, "bundleVersion \(bundleVersion) does not match the index and pack hashes (expected \(expected))")
         }

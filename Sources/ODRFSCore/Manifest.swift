@@ -91,10 +91,21 @@ public struct Manifest: Codable, Sendable, Equatable {
 
     /// The bundle version of a bundle with this index and these packs. Pack ids take part so that
     /// two bundles whose packs hold the same bytes under different tag sets differ.
-    public static func computeBundleVersion(index: ContentHash, packs: [PackDescriptor]) -> ContentHash {
+    ///
+    /// `variants` take part when present (a new default or rule changes what mounts serve
+    /// from the same packs); without them the version is what it always was.
+    public static func computeBundleVersion(index: ContentHash, packs: [PackDescriptor],
+                                            variants: [VariantDeclaration]? = nil) -> ContentHash {
         var text = "odrfs-bundle-v1\nindex \(index.hex)\n"
         for pack in packs {
             text += "pack \(pack.id.rawValue) \(pack.sha256.hex)\n"
+        }
+        for declaration in variants ?? [] {
+            text += "variant \(declaration.key) \(declaration.values.map(\.name).joined(separator: ",")) default \(declaration.defaultValue)"
+            for rule in declaration.rules {
+                text += " rule \(rule.value) \(rule.minimumMemory.map { String($0.value) } ?? "-") \(rule.minimumCPUs.map(String.init) ?? "-")"
+            }
+            text += "\n"
         }
         return ContentHash.of(Array(text.utf8))
     }

@@ -70,6 +70,24 @@ public struct VariantPreferences: Sendable, Equatable {
         VariantPreferences(checked: values.merging(other.values) { mine, _ in mine })
     }
 
+    /// Why these preferences do not fit a bundle with `declarations`, or nil: a key it
+    /// does not declare (a typo would silently serve defaults); with `valuesToo`, also a
+    /// key none of whose named values it declares (an explicit switch to a value that is
+    /// not there).
+    public func problem(against declarations: [VariantDeclaration], valuesToo: Bool) -> String? {
+        let undeclared = undeclaredKeys(in: declarations)
+        if !undeclared.isEmpty {
+            let known = declarations.isEmpty ? "it declares no variants" : "it declares " + declarations.map { "'\($0.key)'" }.joined(separator: ", ")
+            return "the bundle has no variant key \(undeclared.map { "'\($0)'" }.joined(separator: ", ")); \(known)"
+        }
+        guard valuesToo else { return nil }
+        for declaration in declarations {
+            guard let named = values[declaration.key], !named.contains(where: declaration.values.contains) else { continue }
+            return "variant key '\(declaration.key)' has no value \(named.map { "'\($0)'" }.joined(separator: ", ")); it has \(declaration.values.map { "'\($0)'" }.joined(separator: ", "))"
+        }
+        return nil
+    }
+
     /// The keys named here that `declarations` do not declare, sorted.
     public func undeclaredKeys(in declarations: [VariantDeclaration]) -> [VariantKey] {
         let declared = Set(declarations.map(\.key))

@@ -1,4 +1,5 @@
 import Foundation
+import ODRFSClient
 import ODRFSCore
 import TestSupport
 import Testing
@@ -79,7 +80,35 @@ struct VariantSwitchMountTests {
         // Undeclared keys and values are refused, and the mount stays as it is.
         let unknown = try await fixture.odrfs(["variant", mnt, "lang=it"])
         #expect(unknown.status != 0 && unknown.stderr.contains("tcf"), "\(unknown.stderr)")
+        let typo = try await fixture.odrfs(["variant", mnt, "tcf=astx"])
+        #expect(typo.status != 0 && typo.stderr.contains("has no value 'astx'"), "\(typo.stderr)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: texture)) == Data(Self.textures["astc"]!))
+        // The same selection again: nothing changes, nothing is fetched.
+        let again = try Self.json(try await fixture.odrfs(["variant", mnt, "tcf=astc", "--json"]).stdout)
+        #expect(again["changed_packs"] as? [String] == [] && again["download_bytes"] as? Int == 0, "\(again)")
+        // Back to BC7, whose pack the cache still holds: nothing crosses the wire.
+        let back = try Self.json(try await fixture.odrfs(["variant", mnt, "tcf=bc7", "--json"]).stdout)
+        #expect(back["download_bytes"] as? Int == 0, "\(back)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: texture)) == Data(old))
+    }
+
+    @Test("a held tag request moves to the new variant's packs at a switch and releases them at its end")
+    func heldRequestsMove() async throws {
+        let fixture = try MountFixture()
+        try await Self.buildBundle(fixture)
+        try await fixture.mount(extra: ["--variant", "tcf=etc2"])
+        let mnt = fixture.mountpoint
+        let request = BundleResourceRequest(tags: ["Level1"], mountpoint: mnt)
+        try await request.beginAccessingResources()
+        #expect(try fixture.retains(of: "Level1[tcf=etc2]") == 1)
+        let switched = try await fixture.odrfs(["variant", mnt, "tcf=bc7", "--json"])
+        try #require(switched.status == 0, "\(switched.stderr)\n\(fixture.log)")
+        #expect(try fixture.retains(of: "Level1[tcf=bc7]") == 1, "the request holds the new variant's pack: \((try? fixture.status()) ?? [:])")
+        #expect(try fixture.retains(of: "Level1") == 1)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: mnt + "/levels/1/Textures/t.ktx")) == Data(Self.textures["bc7"]!))
+        request.endAccessingResources()
+        #expect(await eventually { (try? fixture.retains(of: "Level1[tcf=bc7]")) == 0 && (try? fixture.retains(of: "Level1")) == 0 },
+                "\((try? fixture.status()) ?? [:])")
     }
 
     @Test("an update keeps the selection; when the selected value leaves the bundle, the mount falls back to the default")

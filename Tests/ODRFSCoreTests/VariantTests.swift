@@ -130,7 +130,8 @@ struct VariantTests {
             var manifest = ManifestTests.valid()
             manifest.variants = Self.declarations
             change(&manifest)
-            manifest.bundleVersion = Manifest.computeBundleVersion(index: manifest.index.sha256, packs: manifest.packs)
+            manifest.bundleVersion = Manifest.computeBundleVersion(index: manifest.index.sha256, packs: manifest.packs,
+                                                                   variants: manifest.variants)
             do { _ = try Manifest.decode(manifest.encoded()); return nil } catch { return error }
         }
         #expect(check { _ in } == nil)
@@ -148,5 +149,20 @@ struct VariantTests {
         let undeclared = VariantAssignment([(Self.key("gpu"), Self.value("x"))])!
         #expect(check { $0.packs.append(variantPack(undeclared, "base[gpu=x]")) }?.message.contains("do not declare") == true)
         #expect(check { $0.packs[0].variant = astc }?.message.contains("base pack must have no variant") == true)
+    }
+
+    @Test("the declarations are part of the bundle version: a new default is an update; without variants the version is as before")
+    func bundleVersion() {
+        let manifest = ManifestTests.valid()
+        let plain = Manifest.computeBundleVersion(index: manifest.index.sha256, packs: manifest.packs)
+        #expect(Manifest.computeBundleVersion(index: manifest.index.sha256, packs: manifest.packs, variants: nil) == plain)
+        #expect(manifest.bundleVersion == plain)
+        var declarations = Self.declarations
+        let first = Manifest.computeBundleVersion(index: manifest.index.sha256, packs: manifest.packs, variants: declarations)
+        declarations[0].defaultValue = Self.value("astc")
+        let second = Manifest.computeBundleVersion(index: manifest.index.sha256, packs: manifest.packs, variants: declarations)
+        declarations[2].rules[1].minimumCPUs = 8
+        let third = Manifest.computeBundleVersion(index: manifest.index.sha256, packs: manifest.packs, variants: declarations)
+        #expect(Set([plain, first, second, third]).count == 4)
     }
 }

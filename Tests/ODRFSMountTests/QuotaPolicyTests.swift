@@ -79,6 +79,32 @@ struct QuotaPolicyTests {
         #expect(requested.allSatisfy { $0.reason == .manual && $0.rule == "purge request" })
     }
 
+    @Test("the base's variants (untagged packs such as base[locale=it]) are never chosen nor evicted, like the base")
+    func baseVariantsAreKept() {
+        var manifest = SyntheticBundle(packContents: [(.base, SyntheticBundle.bytes(100, seed: 0)),
+                                                      (PackID("Level1"), SyntheticBundle.bytes(1_000, seed: 1)),
+                                                      (PackID("base[locale=it]"), SyntheticBundle.bytes(1_000, seed: 2))]).manifest
+        manifest.packs[2].tags = []
+        manifest.packs[2].variant = VariantAssignment([(VariantKey(validating: "locale")!, VariantValue(validating: "it")!)])
+        manifest.tags = manifest.tags.filter { $0.tag == Tag("Level1") }
+        #expect(manifest.basePacks == [PackNumber(0), PackNumber(2)])
+        let identity = FileIdentity(size: 0, modifiedNanoseconds: 0, inode: 0)
+        let verified = Dictionary(uniqueKeysWithValues: manifest.packs.map {
+            ($0.sha256.hex, CachedPack(sha256: $0.sha256, packID: $0.id, bytes: $0.bytes, firstFetch: .distantPast, identity: identity))
+        })
+        let ledger = CacheLedger(manifest: manifest, limits: CacheLimits(budget: ByteCount(1)), clock: Date.init, verified: verified,
+                                 priorityOverrides: [:])
+        let policy = QuotaPolicy(limits: ledger.limits)
+        let victims = ledger.read { policy.victims(freeing: .max, from: $0, reason: .diskFull) }
+        #expect(names(victims) == ["Level1"])
+        #expect(ledger.read { policy.victimsOnRequest(from: $0, matching: { _ in true }) }.map(\.id) == ["Level1"])
+        let evicted = ledger.transaction { state in
+            state.evict(QuotaPolicy.Victim(key: .pack(2), sha256: manifest.packs[2].sha256.hex, id: "base[locale=it]", bytes: 1_000,
+                                           priority: 0, lastAccess: nil, reason: .manual, rule: ""), trash: { _, _ in })
+        }
+        #expect(!evicted, "the ledger refuses to evict it, whoever asks")
+    }
+
     @Test("one pack large enough is chosen over several older ones only when the oldest is too big")
     func bestFit() {
         // Big (5,000) is the least recently used: for 800 bytes one 1,000-byte pack does.

@@ -63,7 +63,12 @@ struct PreparedBundle: Sendable {
             let variants = try variantRequest(configuration, for: manifest)
             let view: VariantView
             do {
-                view = try await io.run { () throws(FileIndexError) in try variants.view(of: published) }
+                view = try await io.run { () throws(FileIndexError) in
+                    let view = try variants.view(of: published)
+                    // Resolving read the whole published index again; a view of variants is a copy.
+                    if !manifest.variantDeclarations.isEmpty { index.releaseResidentPages() }
+                    return view
+                }
             } catch {
                 throw MountError("the file index \(manifest.index.file) has unusable variant directories: \(error)")
             }
@@ -93,11 +98,9 @@ struct PreparedBundle: Sendable {
         } catch {
             throw MountError("--variant: \(error.reason)")
         }
-        let declarations = manifest.variantDeclarations
-        let undeclared = explicit.undeclaredKeys(in: declarations)
-        guard undeclared.isEmpty else {
-            let known = declarations.isEmpty ? "it declares no variants" : "it declares " + declarations.map { "'\($0.key)'" }.joined(separator: ", ")
-            throw MountError("--variant: the bundle has no variant key \(undeclared.map { "'\($0)'" }.joined(separator: ", ")); \(known)")
+        // Values are not checked: one the bundle lacks falls back by the selection's order.
+        if let problem = explicit.problem(against: manifest.variantDeclarations, valuesToo: false) {
+            throw MountError("--variant: \(problem)")
         }
         return VariantRequest(explicit: explicit, environment: configuration.localeEnvironment)
     }

@@ -58,7 +58,7 @@ extension BundleUpdater {
 
     /// Step 3, switch, once every pack the candidate needs is local: the cache's manifest
     /// replaced (the restart point), the new revision built by the one factory
-    /// (``MountedRevision/make(manifest:index:store:origin:wire:settings:succeeding:)``)
+    /// (``MountedRevision/make(published:view:variants:store:origin:wire:settings:succeeding:)``)
     /// and served, the old one retired, the kernel told what changed.
     func switchRevision(to candidate: Candidate, updateBegan: Date) async throws(UpdateError) -> RevisionTransition {
         try await publishManifest(candidate)

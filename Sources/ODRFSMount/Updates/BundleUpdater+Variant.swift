@@ -25,37 +25,45 @@ extension BundleUpdater {
             guard !declarations.isEmpty else {
                 throw UpdateError(.invalidRequest, "the bundle declares no variants")
             }
-            let undeclared = preferences.undeclaredKeys(in: declarations)
-            guard undeclared.isEmpty else {
-                throw UpdateError(.invalidRequest, "the bundle declares no variant key \(undeclared.map { "'\($0)'" }.joined(separator: ", ")); it declares \(declarations.map { "'\($0.key)'" }.joined(separator: ", "))")
+            if let problem = preferences.problem(against: declarations, valuesToo: true) {
+                throw UpdateError(.invalidRequest, problem)
             }
+            let began = Date()
             let request = current.variants.overriding(preferences)
+            let selection = request.selection(for: published.manifest)
+            let chosen = Dictionary(uniqueKeysWithValues: selection.chosen.map { ($0.key.name, $0.value.name) })
+            // Nothing to do: no new manager, no trace session, no retired one kept.
+            if selection == current.selection {
+                return VariantReport(variants: chosen, changedPacks: [], downloadBytes: 0)
+            }
             let view: VariantView
             do {
                 view = try await current.manager.io.run { () throws(FileIndexError) in
                     try request.view(of: published)
                 }
             } catch {
-                throw UpdateError(.resourceUnavailable, "cannot resolve the variants \(request.selection(for: published.manifest)) in revision \(published.manifest.revision): \(error)")
+                throw UpdateError(.resourceUnavailable, "cannot resolve the variants \(selection) in revision \(published.manifest.revision): \(error)")
             }
-            let local = current.manager.localOrRetainedPacks()
-            let (mounted, mountedIndex) = (current.manifest, current.index)
-            let plan = await current.manager.io.run {
-                UpdatePlan.make(mounted: mounted, mountedIndex: mountedIndex, local: local,
-                                available: view.manifest, availableIndex: view.index)
+            let manager = current.manager
+            let local = manager.localOrRetainedPacks()
+            let held = revisions.held.tags
+            let (mounted, mountedIndex, store) = (current.manifest, current.index, manager.store)
+            // Walks both indexes and asks the store which packs it holds: on the I/O executor.
+            let (plan, downloadBytes) = await manager.io.run {
+                let plan = UpdatePlan.make(mounted: mounted, mountedIndex: mountedIndex, local: local,
+                                           available: view.manifest, availableIndex: view.index, heldTags: held)
+                // What crosses the wire: packs the store holds already (an earlier switch) are not fetched.
+                let bytes = plan.fetches.filter { !store.contains(view.manifest.pack($0.pack)) }.reduce(Int64(0)) { $0 + $1.wireBytes }
+                return (plan, bytes)
             }
             let candidate = Candidate(data: nil, signature: nil, published: published, view: view, variants: request, plan: plan)
             try await fetch(candidate)
-            _ = try await switchRevision(to: candidate, updateBegan: Date())
-            let report = VariantReport(
-                variants: Dictionary(uniqueKeysWithValues: request.selection(for: published.manifest).chosen.map { ($0.key.name, $0.value.name) }),
-                changedPacks: plan.changedPacks.map { view.manifest.pack($0).id.rawValue },
-                downloadBytes: plan.downloadBytes)
+            _ = try await switchRevision(to: candidate, updateBegan: began)
             logger.info("variants switched", metadata: [
-                "variants": "\(request.selection(for: published.manifest))", "changed.packs": "\(plan.changedPacks.count)",
-                "download.bytes": "\(plan.downloadBytes)",
+                "variants": "\(selection)", "changed.packs": "\(plan.changedPacks.count)", "download.bytes": "\(downloadBytes)",
             ])
-            return report
+            return VariantReport(variants: chosen, changedPacks: plan.changedPacks.map { view.manifest.pack($0).id.rawValue },
+                                 downloadBytes: downloadBytes)
         }
     }
 }

@@ -47,7 +47,7 @@ final class BundleUpdater: Sendable {
     let kernel: FUSESession?
     let trustedKeys: [TrustKey]
     let manifestLimit: ByteCount
-    /// What every revision of the mount is built with (``MountedRevision/make(manifest:index:store:origin:wire:settings:succeeding:)``).
+    /// What every revision of the mount is built with (``MountedRevision/make(published:view:variants:store:origin:wire:settings:succeeding:)``).
     let settings: MountedRevision.Settings
     /// `--fetch-timeout`: the longest the fetch phase of an update may go without progress.
     let fetchDeadline: Duration
@@ -99,14 +99,20 @@ final class BundleUpdater: Sendable {
         let variants = current.variants
         let view: VariantView
         do {
-            view = try await manager.io.run { () throws(FileIndexError) in try variants.view(of: published) }
+            view = try await manager.io.run { () throws(FileIndexError) in
+                let view = try variants.view(of: published)
+                if !available.variantDeclarations.isEmpty { published.index.releaseResidentPages() }
+                return view
+            }
         } catch {
             throw UpdateError(.resourceUnavailable, "the new revision's file index \(available.index.file) has unusable variant directories: \(error)")
         }
         let local = manager.localOrRetainedPacks()
+        let held = revisions.held.tags
         // Walks both memory-mapped indexes (page faults are disk reads): on the I/O executor.
         let plan = await manager.io.run {
-            UpdatePlan.make(mounted: mounted, mountedIndex: index, local: local, available: view.manifest, availableIndex: view.index)
+            UpdatePlan.make(mounted: mounted, mountedIndex: index, local: local, available: view.manifest,
+                            availableIndex: view.index, heldTags: held)
         }
         let report = UpdateReport(mountedRevision: mounted.revision, availableRevision: available.revision,
                                   changedPacks: plan.changedPacks.map { view.manifest.pack($0).id.rawValue },

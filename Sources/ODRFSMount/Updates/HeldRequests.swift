@@ -19,6 +19,11 @@ final class HeldRequests: Sendable {
 
     private let holds = Mutex<[RetainToken: [Hold]]>([:])
 
+    /// Every tag some request holds now.
+    var tags: Set<Tag> {
+        holds.withLock { holds in Set(holds.values.flatMap { $0.flatMap(\.tags) }) }
+    }
+
     func began(_ token: RetainToken, tags: [Tag], generation: Int64) {
         let hold = Hold(tags: tags, generation: generation, packs: token.packs.map(PackNumber.init))
         holds.withLock { $0[token, default: []].append(hold) }

@@ -48,20 +48,23 @@ struct UpdatePlan: Sendable {
     var downloadBytes: Int64
     var reusedBytes: Int64
 
+    /// `heldTags`: tags that held requests retain now; every changed pack of theirs is
+    /// fetched, so that the requests can retain the new packs at the switch.
     static func make(mounted: Manifest, mountedIndex: FileIndex, local: Set<PackNumber>,
-                     available: Manifest, availableIndex: FileIndex) -> UpdatePlan {
+                     available: Manifest, availableIndex: FileIndex, heldTags: Set<Tag> = []) -> UpdatePlan {
         let mountedHashes = Set(mounted.packs.map(\.sha256))
         let changed = available.packs.indices.filter { !mountedHashes.contains(available.packs[$0].sha256) }
             .map { PackNumber(UInt32($0)) }
-        // By tag set, not id: a variant switch replaces `Level1[tcf=bc7]` with
-        // `Level1[tcf=astc]`, the same tags' files in another variant. Without variants a
-        // tag set is an id.
-        let localTagSets = Set(local.compactMap { mounted.packIfPresent($0)?.tags })
-        let kept = Set(available.initialInstall.flatMap { available.packs(for: $0) })
+        // By tag set and variant keys, not id: a variant switch replaces `Level1[tcf=bc7]`
+        // with `Level1[tcf=astc]`, the same tags' files in another value of the same key
+        // (but a local plain `Level1` does not call for `Level1[tcf=astc]`). Without
+        // variants this is the id.
+        let localKinds = Set(local.compactMap { mounted.packIfPresent($0).map(PackKind.init) })
+        let kept = Set((available.initialInstall + Array(heldTags)).flatMap { available.packs(for: $0) })
         let fetched = changed.filter { number in
-            let tags = available.pack(number).tags
+            let pack = available.pack(number)
             // Untagged packs (the base, and its variants) are always local.
-            return tags.isEmpty || kept.contains(number) || localTagSets.contains(tags)
+            return pack.tags.isEmpty || kept.contains(number) || localKinds.contains(PackKind(pack))
         }
         let files = filesByPack(Set(fetched), in: availableIndex)
         var spans = reusableSpans(of: Set(fetched), mounted: mountedIndex, local: local, available: availableIndex)
@@ -155,5 +158,17 @@ struct UpdatePlan: Sendable {
                                                         source: source.pack, sourceOffset: source.offset))
         }
         return spans
+    }
+}
+
+/// What a pack holds regardless of the value of its variant keys: its tag set and which
+/// keys it has a value for.
+private struct PackKind: Hashable {
+    let tags: [Tag]
+    let keys: [VariantKey]
+
+    init(_ pack: PackDescriptor) {
+        tags = pack.tags
+        keys = pack.variantAssignment.values.map(\.key)
     }
 }
