@@ -10,7 +10,7 @@
 /// Keys are 1...32 ASCII lowercase letters and digits (no `_`, which ends the key in a
 /// suffix); values 1...64 ASCII letters, digits, `-` and `_`. Both are checked where they
 /// are parsed (``VariantKey/init(validating:)``), so a held value is always well-formed.
-public struct VariantKey: Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
+public struct VariantKey: VariantName {
     public let name: String
 
     /// The longest key accepted.
@@ -32,30 +32,10 @@ public struct VariantKey: Hashable, Comparable, Sendable, Codable, CustomStringC
         guard Self.problem(with: name) == nil else { return nil }
         self.name = name
     }
-
-    public var description: String { name }
-
-    public static func < (lhs: VariantKey, rhs: VariantKey) -> Bool {
-        lhs.name.utf8.lexicographicallyPrecedes(rhs.name.utf8)
-    }
-
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        let name = try container.decode(String.self)
-        guard let key = VariantKey(validating: name) else {
-            throw DecodingError.dataCorruptedError(in: container, debugDescription: "'\(name)': \(Self.problem(with: name) ?? "")")
-        }
-        self = key
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(name)
-    }
 }
 
 /// One value of a ``VariantKey`` (`astc`, `it`, `high`).
-public struct VariantValue: Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
+public struct VariantValue: VariantName {
     public let name: String
 
     /// The longest value accepted.
@@ -82,20 +62,32 @@ public struct VariantValue: Hashable, Comparable, Sendable, Codable, CustomStrin
         guard Self.problem(with: name) == nil else { return nil }
         self.name = name
     }
+}
 
+/// A name checked once where it is parsed (``VariantKey``, ``VariantValue``): held only
+/// when well-formed, compared by bytes, coded as a plain string that decoding checks again.
+public protocol VariantName: Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
+    var name: String { get }
+    /// Why `name` is not well-formed, or nil.
+    static func problem(with name: String) -> String?
+    /// The name, or nil when ``problem(with:)`` refuses it: the only way to make one.
+    init?(validating name: String)
+}
+
+extension VariantName {
     public var description: String { name }
 
-    public static func < (lhs: VariantValue, rhs: VariantValue) -> Bool {
+    public static func < (lhs: Self, rhs: Self) -> Bool {
         lhs.name.utf8.lexicographicallyPrecedes(rhs.name.utf8)
     }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         let name = try container.decode(String.self)
-        guard let value = VariantValue(validating: name) else {
+        guard let checked = Self(validating: name) else {
             throw DecodingError.dataCorruptedError(in: container, debugDescription: "'\(name)': \(Self.problem(with: name) ?? "")")
         }
-        self = value
+        self = checked
     }
 
     public func encode(to encoder: any Encoder) throws {
