@@ -42,6 +42,14 @@ enum ManifestTarget {
             }
             _ = manifest.preservationPriority(of: tag.tag)
         }
+        // Every pack's variant names declared keys and values, and the base packs hold untagged files.
+        let declarations = manifest.variantDeclarations
+        for pack in manifest.packs {
+            for pair in pack.variantAssignment.values {
+                check(declarations.contains { $0.key == pair.key && $0.values.contains(pair.value) }, "pack \(pack.id) has an undeclared variant")
+            }
+        }
+        for number in manifest.basePacks { check(manifest.pack(number).tags.isEmpty, "a base pack with tags") }
         check((try? Manifest.decode(manifest.encoded())) != nil, "a validated manifest does not decode once re-encoded")
     }
 
