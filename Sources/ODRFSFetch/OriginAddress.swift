@@ -29,6 +29,13 @@ struct OriginAddress: Sendable {
         guard components.user == nil, components.password == nil else {
             throw FetchError(.invalidOrigin, "the origin URL \(Self.redacted(argument)) contains credentials; put a bearer token in a file and pass --token-file instead")
         }
+        // The authority as written must be plain ASCII without escapes: URLComponents decodes
+        // "%70" and turns a non-ASCII name into punycode, so "h%70О" was accepted as a host that
+        // its own display read back as another one (found by the `originurl` fuzz target).
+        if let authority = Self.authority(of: argument),
+           authority.contains("%") || !authority.unicodeScalars.allSatisfy(\.isASCII) {
+            throw FetchError(.invalidOrigin, "not a valid host in \(Self.redacted(argument)) (a host name, IPv4 address or [IPv6] literal; punycode for other names, no %-escapes)")
+        }
         // URLComponents percent-decodes the host ("h%20x" is "h x"), which no URL built from
         // it could hold: only a host name or IPv4 address (letters, digits, '.', '-', '_'),
         // or an IPv6 literal in brackets (hex digits, ':', '.'), passes.
@@ -52,6 +59,13 @@ struct OriginAddress: Sendable {
         while path.hasSuffix("/") { path.removeLast() }
         self.basePath = path
         self.query = components.percentEncodedQuery.flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    /// What follows `scheme://` up to the path, query or fragment; nil without `://`.
+    static func authority(of url: String) -> Substring? {
+        guard let separator = url.range(of: "://") else { return nil }
+        let rest = url[separator.upperBound...]
+        return rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
     }
 
     /// The ports a URL may name: swift-nio traps on anything else.

@@ -35,6 +35,12 @@ import TestSupport
         for bad in ["https://h'a%20b/", "http://h%2Fx/dist", "http://a%40b/", "http://[::1%0A]/", "http://[th%t%t%%4]", "http://[fe80::1%25eth0]/", "http://[abc]/"] {
             #expect(throws: FetchError.self, "\(bad)") { try OriginAddress(bad) }
         }
+        // Found by the fuzz target in a CI run: an escape and a non-ASCII letter in the host
+        // became punycode that the origin's own display read back as another host.
+        for bad in ["https://h_W_%70\u{41E}bck", "https://caf\u{E9}.example/", "http://h%70st/d", "https://xn--caf-dma.example%2F/"] {
+            #expect(throws: FetchError.self, "\(bad)") { try OriginAddress(bad) }
+        }
+        #expect(try OriginAddress("https://cdn.example/d%20x?a=%20").host == "cdn.example", "escapes after the host are fine")
         #expect(try OriginAddress("http://my_host-1.example:8/").host == "my_host-1.example")
         // swift-nio traps on a port outside 1-65535: an origin or mirror URL naming one is refused.
         for bad in ["http://127.0.0.1:99999/", "http://h:0/", "http://[::1]:65536/", "http://h:99999999999999999999/"] {
