@@ -53,6 +53,20 @@ struct DownloadCoordinatorTests {
 
     func reservedBytes(_ manager: ResourceManager) -> Int64 { manager.table.read { $0.reservedBytes } }
 
+    /// The start of the pacing scenarios: a prefetch of `levels` (waiter 1, not retaining)
+    /// with its first `pieces` chunks written. The directory is returned to keep it alive.
+    func prefetchUnderway(servesRanges: Bool, pieces: Int) async throws
+        -> (cache: TemporaryDirectory, origin: HeldOrigin, manager: ResourceManager, outcomes: Outcomes) {
+        let cache = try TemporaryDirectory()
+        let origin = makeOrigin(servesRanges: servesRanges)
+        let manager = try makeManager(origin, cache: cache.path)
+        let outcomes = Outcomes()
+        _ = join(manager, levels, 1, outcomes, retains: false, priority: .prefetch)
+        origin.allow(levelsFile, pieces: pieces)
+        try await waitUntil { manager.progress(of: [levels]).completed == Int64(pieces * Self.chunk) }
+        return (cache, origin, manager, outcomes)
+    }
+
     @Test("a second waiter joins the running download: one request, both resumed, the priority raised")
     func secondWaiterJoins() async throws {
         let cache = try TemporaryDirectory()
@@ -245,13 +259,8 @@ struct DownloadCoordinatorTests {
 
     @Test("a prefetch steps aside while an open waits and resumes from its verified bytes")
     func prefetchStepsAsideForAnOpen() async throws {
-        let cache = try TemporaryDirectory()
-        let origin = makeOrigin(servesRanges: true)
-        let manager = try makeManager(origin, cache: cache.path)
-        let outcomes = Outcomes()
-        _ = join(manager, levels, 1, outcomes, retains: false, priority: .prefetch)
-        origin.allow(levelsFile, pieces: 2)
-        try await waitUntil { manager.progress(of: [levels]).completed == Int64(2 * Self.chunk) }
+        let (cache, origin, manager, outcomes) = try await prefetchUnderway(servesRanges: true, pieces: 2)
+        defer { withExtendedLifetime(cache) {} }
 
         _ = join(manager, menu, 2, outcomes, priority: .urgent)
         try await waitUntil { origin.isWaiting(menuFile) }
@@ -276,13 +285,8 @@ struct DownloadCoordinatorTests {
 
     @Test("over an origin that cannot resume, a prefetch waits at its next buffer instead, on the same request")
     func prefetchWaitsWithoutRanges() async throws {
-        let cache = try TemporaryDirectory()
-        let origin = makeOrigin(servesRanges: false)
-        let manager = try makeManager(origin, cache: cache.path)
-        let outcomes = Outcomes()
-        _ = join(manager, levels, 1, outcomes, retains: false, priority: .prefetch)
-        origin.allow(levelsFile)
-        try await waitUntil { manager.progress(of: [levels]).completed == Int64(Self.chunk) }
+        let (cache, origin, manager, outcomes) = try await prefetchUnderway(servesRanges: false, pieces: 1)
+        defer { withExtendedLifetime(cache) {} }
         _ = join(manager, menu, 2, outcomes, priority: .urgent)
         try await waitUntil { origin.isWaiting(menuFile) }
         origin.allow(levelsFile)
@@ -302,13 +306,8 @@ struct DownloadCoordinatorTests {
 
     @Test("a download an open has joined is never held back for opens")
     func joinedByAnOpenIsNotHeld() async throws {
-        let cache = try TemporaryDirectory()
-        let origin = makeOrigin(servesRanges: true)
-        let manager = try makeManager(origin, cache: cache.path)
-        let outcomes = Outcomes()
-        _ = join(manager, levels, 1, outcomes, retains: false, priority: .prefetch)
-        origin.allow(levelsFile)
-        try await waitUntil { manager.progress(of: [levels]).completed == Int64(Self.chunk) }
+        let (cache, origin, manager, outcomes) = try await prefetchUnderway(servesRanges: true, pieces: 1)
+        defer { withExtendedLifetime(cache) {} }
         _ = join(manager, levels, 2, outcomes, priority: .urgent)
         #expect(manager.isForegroundBusy, "the open waits, for this very download")
         origin.allowAll(levelsFile)
