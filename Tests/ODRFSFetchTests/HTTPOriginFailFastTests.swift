@@ -28,7 +28,9 @@ struct HTTPOriginFailFastTests {
             #expect(!origin.isOnline)
         }
         let elapsed = ContinuousClock.now - start
-        #expect(elapsed >= .seconds(2) && elapsed < .seconds(5), "took \(elapsed)")
+        // Half the 30 s deadline: a refused origin must not wait it out. The budget itself is
+        // 2.5 s (`unreachableAfter`); the margin is for a loaded machine, not for the design.
+        #expect(elapsed >= .seconds(2) && elapsed < .seconds(15), "took \(elapsed)")
         // The retries are debug lines; the caller logs the one failure.
         #expect(!log.records.contains { $0.level >= .info }, "\(log.records.map(\.text))")
     }
@@ -39,7 +41,9 @@ struct HTTPOriginFailFastTests {
         try await withFaultOrigin { server in
             let file = testBytes(200_000)
             server.setFile("/packs/p.tar", file)
-            server.script("/packs/p.tar", Array(repeating: .stallIgnoringRange(after: 10_000), count: 200))
+            // The first attempt ends at once with 20 KB received, so a resumed request always
+            // follows; every later one re-sends from byte 0 and stalls inside those 20 KB.
+            server.script("/packs/p.tar", [.reset(after: 20_000)] + Array(repeating: .stallIgnoringRange(after: 10_000), count: 200))
             let start = ContinuousClock.now
             try await withHTTPOrigin(server.baseURL, options: OriginOptions(fetchDeadline: .seconds(2))) { origin in
                 let error = await #expect(throws: FetchError.self) {
