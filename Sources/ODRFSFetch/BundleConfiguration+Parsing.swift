@@ -97,6 +97,7 @@ extension BundleConfiguration {
                 try Self.checkedPath(String(word), of: key.rawValue, line: line)
             }
         case .cache: cache = try Self.checkedPath(value, of: key.rawValue, line: line)
+        case .store: store = try Self.checkedPath(value, of: key.rawValue, line: line)
         case .cacheSize: cacheSize = try Self.checkedSize(value, of: key.rawValue, minimum: 0, line: line)
         case .minFree: minFree = try Self.checkedSize(value, of: key.rawValue, minimum: 0, line: line)
         case .maxInUse: maxInUse = try Self.checkedSize(value, of: key.rawValue, minimum: 0, line: line)

@@ -18,6 +18,7 @@ public struct BundleConfiguration: Sendable, Equatable {
         case caFile = "ca-file"
         case trustKey = "trust-key"
         case cache
+        case store
         case cacheSize = "cache-size"
         case minFree = "min-free"
         case maxInUse = "max-in-use"
@@ -36,6 +37,8 @@ public struct BundleConfiguration: Sendable, Equatable {
     public var caFile: String?
     public var trustKeys: [String] = []
     public var cache: String?
+    /// `store = DIR`: the machine-wide store (`--store`); the default store when unset.
+    public var store: String?
     public var cacheSize: ByteCount?
     public var minFree: ByteCount?
     public var maxInUse: ByteCount?
@@ -70,6 +73,7 @@ public struct BundleConfiguration: Sendable, Equatable {
         if let caFile { arguments += ["--ca-file", caFile] }
         for key in trustKeys { arguments += ["--trust-key", key] }
         if let cache { arguments += ["--cache", cache] }
+        if let store { arguments += ["--store", store] }
         if let cacheSize { arguments += ["--cache-size", String(cacheSize.value)] }
         if let minFree { arguments += ["--min-free", String(minFree.value)] }
         if let maxInUse { arguments += ["--max-in-use", String(maxInUse.value)] }

@@ -2,47 +2,75 @@ import Foundation
 import Crypto
 import ODRFSCore
 
-/// Where things live inside a cache directory.
+/// Where things live inside a cache directory (a private `--cache`) or a machine-wide
+/// store (`--store`, the default). Three roots, which are one directory for a private cache:
 ///
 /// ```
-/// <root>/lock            held (flock) by the one mount using this cache
-/// <root>/index.sqlite    the cache index (SQLite, WAL): packs, access times, priorities
-/// <root>/manifest.json   the manifest of the bundle version last mounted
-/// <root>/manifest.json.sig its signature, when it had one (offline mounts with --trust-key check it)
-/// <root>/index/<sha>.odrx  verified file indexes: the mounted revision's, the one an update
-///                        replaced, one an update check fetched; pinned, but counted in the
-///                        budget (``CacheMetadata``); older ones deleted at an update or mount
-/// <root>/packs/<sha>.tar   verified packs, named by content like on the origin
-/// <root>/files/<sha>.<offset> passthrough backing files: one large file's bytes copied
-///                        out of the local pack <sha> (it starts at <offset> there);
-///                        derived, so emptied at startup
-/// <root>/unverified/<sha>.tar packs of this bundle that the index no longer vouched for at
-///                        startup (a lost or damaged index, a touched file): hashed in the
-///                        background and moved to packs/ only if right
-/// <root>/tmp/            downloads in progress; emptied at startup
-/// <root>/trash/          evicted packs waiting to be unlinked off the lock; emptied at startup
-/// <root>/odrfs.log       the daemon's log
+/// objects (root)          shared by every mount of a store
+///   lock                  flock: LOCK_EX by a private cache's one mount, LOCK_SH by each mount of a store
+///   index.sqlite          the objects' rows (SQLite, WAL): verified packs, access times
+///   packs/<sha>.tar       verified packs, named by content like on the origin
+///   trash/                evicted packs waiting to be unlinked off the lock
+///   mounts/<id>/          a store's mount: its lock (LOCK_EX while it lives), references, work
+/// bundle (bundleRoot)     a store: bundles/<key>/, one per origin; a private cache: the root
+///   index.sqlite          the bundle's own memory: priority overrides, trusted revisions, traces
+///                         (a private cache: the same file as the objects' rows)
+///   manifest.json(.sig)   the manifest of the bundle version last mounted, its signature
+///   index/<sha>.odrx      verified file indexes: pinned, counted in the budget
+///   unverified/<sha>.tar  this bundle's packs waiting to be hashed again
+///   odrfs.log             the daemon's log
+/// work (workRoot)         a store: mounts/<id>/; a private cache: the root
+///   tmp/                  downloads in progress
+///   files/<sha>.<offset>  passthrough backing files: derived, only this mount accounts for them
 /// ```
 /// Names are content addresses, so a file under `packs/` is either a complete,
 /// verified pack or absent: downloads are renamed into place only after verification.
 public struct CacheLayout: Sendable {
+    /// The objects' directory: the cache directory, or the store.
     public let root: String
+    /// The bundle's own directory (the root, for a private cache).
+    public let bundleRoot: String
+    /// This mount's working directory (the root, for a private cache).
+    public let workRoot: String
 
+    /// A private cache: one directory for everything.
     public init(root: String) {
         self.root = root
+        bundleRoot = root
+        workRoot = root
     }
 
+    /// The bundle `bundle` (``bundleKey(forOrigin:)``) of the store at `root`, for the
+    /// mount `mount` (``StoreMountID``).
+    public init(store root: String, bundle: String, mount: String) {
+        self.root = root
+        bundleRoot = root + "/bundles/" + bundle
+        workRoot = root + "/mounts/" + mount
+    }
+
+    /// Whether this is a store's layout (bundles and mounts in their own directories).
+    public var isStore: Bool { bundleRoot != root }
+
     public var packsDirectory: String { root + "/packs" }
-    public var indexDirectory: String { root + "/index" }
-    public var temporaryDirectory: String { root + "/tmp" }
-    public var unverifiedDirectory: String { root + "/unverified" }
-    public var backingFilesDirectory: String { root + "/files" }
     public var trashDirectory: String { root + "/trash" }
     public var lockFile: String { root + "/lock" }
     public var indexFile: String { root + "/index.sqlite" }
-    public var manifestFile: String { root + "/" + Manifest.fileName }
-    public var manifestSignatureFile: String { root + "/" + ManifestSignature.fileName }
-    public var logFile: String { root + "/odrfs.log" }
+    /// A store's mounts, each a directory named by its ``StoreMountID``.
+    public var mountsDirectory: String { root + "/mounts" }
+
+    public var indexDirectory: String { bundleRoot + "/index" }
+    public var unverifiedDirectory: String { bundleRoot + "/unverified" }
+    public var bundleIndexFile: String { bundleRoot + "/index.sqlite" }
+    public var manifestFile: String { bundleRoot + "/" + Manifest.fileName }
+    public var manifestSignatureFile: String { bundleRoot + "/" + ManifestSignature.fileName }
+    public var logFile: String { bundleRoot + "/odrfs.log" }
+
+    public var temporaryDirectory: String { workRoot + "/tmp" }
+    public var backingFilesDirectory: String { workRoot + "/files" }
+    /// A store mount's liveness lock (held LOCK_EX for the mount's life).
+    public var mountLockFile: String { workRoot + "/lock" }
+    /// The content hashes (hex, one a line) of the packs this store mount's revision names.
+    public var referencesFile: String { workRoot + "/references" }
 
     /// The cached copy of `pack`, named by its content hash.
     public func path(of pack: PackDescriptor) -> String {
@@ -65,18 +93,26 @@ public struct CacheLayout: Sendable {
         indexDirectory + "/" + index.sha256.hex + "." + FileIndex.fileExtension
     }
 
-    /// The default cache directory for an origin: one directory per origin, so two
-    /// bundles never share packs by accident.
-    public static func defaultRoot(forOrigin origin: String) -> String {
-        let digest = SHA256.hash(data: Array(origin.utf8)).map { String(format: "%02x", $0) }.joined().prefix(16)
+    /// The name of an origin's directory, in a store (`bundles/<key>`) and in the layout of
+    /// releases before the store (`<store>/<key>`, a private cache per origin): the first 16
+    /// hex digits of the SHA-256 of the origin argument.
+    public static func bundleKey(forOrigin origin: String) -> String {
+        String(SHA256.hash(data: Array(origin.utf8)).map { String(format: "%02x", $0) }.joined().prefix(16))
+    }
+
+    /// The machine-wide store of the user running this: `/var/cache/odrfs` for root, else
+    /// `$XDG_CACHE_HOME/odrfs` or `~/.cache/odrfs`.
+    public static func defaultStoreRoot() -> String {
         let environment = ProcessInfo.processInfo.environment
-        if geteuid() == 0 {
-            return "/var/cache/odrfs/\(digest)"
-        }
-        if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") {
-            return "\(xdg)/odrfs/\(digest)"
-        }
+        if geteuid() == 0 { return "/var/cache/odrfs" }
+        if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") { return "\(xdg)/odrfs" }
         let home = environment["HOME"] ?? NSHomeDirectory()
-        return "\(home)/.cache/odrfs/\(digest)"
+        return "\(home)/.cache/odrfs"
+    }
+
+    /// The per-origin cache directory releases before the store used by default (and that
+    /// the store takes in: ``PackStore/adoptLegacyCache(at:)``).
+    public static func defaultRoot(forOrigin origin: String) -> String {
+        defaultStoreRoot() + "/" + bundleKey(forOrigin: origin)
     }
 }

@@ -26,8 +26,8 @@ extension PackStore {
     /// - a file with no row is hashed against `expected` (a crash between the rename
     ///   and the index write) and recorded, or deleted if unknown or wrong;
     /// - partial downloads in `tmp/` were already removed when the store opened.
-    /// `expected` are the current bundle's packs; verified packs of other versions stay
-    /// (they are eviction candidates before anything else).
+    /// `expected` are the current bundle's packs; verified packs of other versions (and, in
+    /// a store, of other bundles) stay: the manager decides which are garbage.
     ///
     /// `deferringHashes` (a mount starting, with nothing else using the store): files of
     /// `expected` that need a fresh hash are moved to `unverified/` instead, unread, so that
@@ -58,7 +58,12 @@ extension PackStore {
                 continue
             }
             // Unrecorded, changed since it was verified, or verified against other chunks
-            // than this bundle's descriptor lists: trust only a fresh check.
+            // than this bundle's descriptor lists: trust only a fresh check. In a store, a
+            // file written in the last minute may be another mount's publication whose row
+            // is on its way: left alone (not local for us), looked at by a later reconcile.
+            if isShared, identity.modifiedNanoseconds > Self.nanoseconds(Date()) - Self.publicationGrace {
+                continue
+            }
             if deferringHashes, let pack = expectedByHash[hash.hex], rename(path, layout.unverifiedPath(of: pack)) == 0 {
                 // Its row, if any, stays: the history is kept if the hash matches.
                 report.unverified.append(pack)
@@ -90,6 +95,14 @@ extension PackStore {
             report.missingFiles.append(hash)
         }
         return report
+    }
+
+    /// One minute, in nanoseconds: how long a store's fresh file without a row is left to
+    /// the mount publishing it.
+    static let publicationGrace: Int64 = 60_000_000_000
+
+    static func nanoseconds(_ date: Date) -> Int64 {
+        Int64(exactly: (date.timeIntervalSince1970 * 1e9).rounded(.down)) ?? .max
     }
 
     /// Copies an earlier session left in `unverified/`: kept for verification if they are

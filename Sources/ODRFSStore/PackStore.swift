@@ -4,39 +4,44 @@ import Logging
 import ODRFSCore
 import Synchronization
 
-/// The local cache of verified packs and file indexes.
+/// The local cache of verified packs and file indexes: a private cache directory, or one
+/// bundle's view of the machine-wide store (see the module documentation for the layout).
 ///
 /// Invariants:
 /// - A file under `packs/` or `index/` is complete and verified: it got there by
 ///   `publish`, which fsyncs the data and renames it atomically.
-/// - Only one process uses a cache directory at a time (an exclusive `flock` on
-///   `lock`, held for the life of this object), so `tmp/` can be emptied at startup.
+/// - A private cache has one process at a time (an exclusive `flock` on `lock`, held for
+///   the life of this object), so `tmp/` can be emptied at startup. A store has any number
+///   of mounts, each holding `lock` shared and its own `mounts/<id>/lock` exclusively; its
+///   work directory (`tmp/`, `files/`) is its own, and a dead mount's is removed by the
+///   next mount that starts (the kernel dropped its locks).
 ///
 /// The store knows nothing about origins, retains or policy; the resource manager
 /// decides what to download and the fetcher streams into `makeTemporaryFile()`.
 public final class PackStore: Sendable {
     public let layout: CacheLayout
-    /// The durable record of verified packs, access times and priority overrides.
+    /// The durable record of verified packs and their access times (in a store, shared by
+    /// every bundle).
     public let index: CacheIndex
-    private let lockDescriptor: Mutex<Int32>
+    /// The bundle's own durable memory: priority overrides, trusted revisions, traces. The
+    /// same object as ``index`` in a private cache.
+    public let bundleIndex: CacheIndex
+    /// This mount's identity in a store; nil for a private cache.
+    public let mountID: StoreMountID?
+    private let lockDescriptor: Mutex<[Int32]>
     let logger: Logger
 
-    /// Opens (creating if needed) the cache at `root` and takes its lock.
+    /// Whether this is a mount of a machine-wide store (shared with other mounts).
+    public var isShared: Bool { mountID != nil }
+
+    /// Opens (creating if needed) the private cache at `root` and takes its lock.
     public init(root: String, logger: Logger) throws(StoreError) {
         let layout = CacheLayout(root: root)
         for directory in [layout.root, layout.packsDirectory, layout.indexDirectory, layout.temporaryDirectory, layout.trashDirectory, layout.backingFilesDirectory,
                           layout.unverifiedDirectory] {
             try Self.makeDirectory(directory)
         }
-        let fd = open(layout.lockFile, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw StoreError.system("cannot open lock file", path: layout.lockFile) }
-        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            let holder = (try? String(contentsOfFile: layout.lockFile, encoding: .utf8))?
-                .trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
-            Glibc.close(fd)
-            let who = holder.isEmpty ? "another process" : "process \(holder)"
-            throw StoreError(.locked, "cache directory \(root) is already in use by \(who); use another --cache directory or unmount the other mount first")
-        }
+        let fd = try Self.lock(layout.lockFile, exclusive: true, what: "cache directory \(root)")
         let pid = "\(getpid())\n"
         _ = ftruncate(fd, 0)
         _ = pid.withCString { pwrite(fd, $0, strlen($0), 0) }
@@ -49,23 +54,78 @@ public final class PackStore: Sendable {
         }
         self.layout = layout
         self.index = index
-        self.lockDescriptor = Mutex(fd)
+        bundleIndex = index
+        mountID = nil
+        self.lockDescriptor = Mutex([fd])
         self.logger = logger
         removeTemporaryFiles()
         removeBackingFiles()
+    }
+
+    /// Opens (creating if needed) the machine-wide store at `root` for the bundle named
+    /// `bundle` (``CacheLayout/bundleKey(forOrigin:)``) as a new mount of it: takes the
+    /// store's lock shared and this mount's own lock, removes what dead mounts left, and
+    /// takes in the cache a release before the store left for this origin (`<root>/<bundle>`).
+    public init(store root: String, bundle: String, logger: Logger) throws(StoreError) {
+        let mountID = StoreMountID.make()
+        let layout = CacheLayout(store: root, bundle: bundle, mount: mountID.rawValue)
+        var descriptors: [Int32] = []
+        let opened: (index: CacheIndex, bundleIndex: CacheIndex)
+        do {
+            for directory in [layout.root, layout.packsDirectory, layout.trashDirectory, layout.mountsDirectory, layout.bundleRoot,
+                              layout.indexDirectory, layout.unverifiedDirectory, layout.workRoot, layout.temporaryDirectory,
+                              layout.backingFilesDirectory] {
+                try Self.makeDirectory(directory)
+            }
+            descriptors.append(try Self.lock(layout.lockFile, exclusive: false, what: "store \(root)"))
+            descriptors.append(try Self.lock(layout.mountLockFile, exclusive: true, what: "mount directory \(layout.workRoot)"))
+            let adopted = try Self.takeInLegacyCache(at: root + "/" + bundle, into: layout, logger: logger)
+            let index = try CacheIndex(path: layout.indexFile)
+            opened = (index, try CacheIndex(path: layout.bundleIndexFile))
+            Self.record(adopted, in: index, logger: logger)
+        } catch {
+            for fd in descriptors { Glibc.close(fd) }
+            Self.removeTree(layout.workRoot)
+            throw error
+        }
+        self.layout = layout
+        index = opened.index
+        bundleIndex = opened.bundleIndex
+        self.mountID = mountID
+        self.lockDescriptor = Mutex(descriptors)
+        self.logger = logger
+        removeDeadMounts()
+        emptyTrash()
     }
 
     deinit {
         releaseLock()
     }
 
-    /// Releases the cache lock so another mount may use this directory. Idempotent;
-    /// the store must not be used afterwards.
+    /// Releases the cache's locks so another mount may use this directory (a store mount's
+    /// work directory goes with them). Idempotent; the store must not be used afterwards.
     public func releaseLock() {
-        lockDescriptor.withLock { fd in
-            if fd >= 0 { Glibc.close(fd) }
-            fd = -1
+        let released = lockDescriptor.withLock { descriptors in
+            defer { descriptors = [] }
+            return descriptors
         }
+        guard !released.isEmpty else { return }
+        if isShared { Self.removeTree(layout.workRoot) }
+        for fd in released { Glibc.close(fd) }
+    }
+
+    /// Opens `path` and takes its `flock` (exclusive or shared), without waiting.
+    static func lock(_ path: String, exclusive: Bool, what: String) throws(StoreError) -> Int32 {
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw StoreError.system("cannot open lock file", path: path) }
+        guard flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0 else { return fd }
+        let holder = (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+        Glibc.close(fd)
+        let who = holder.isEmpty ? "another process" : "process \(holder)"
+        if exclusive {
+            throw StoreError(.locked, "\(what) is already in use by \(who); use another --cache directory or unmount the other mount first")
+        }
+        throw StoreError(.locked, "\(what) is locked for exclusive use by \(who) (a private --cache mount of that directory, or an odrfs from before the store); unmount it first")
     }
 
     /// Whether `pack` is recorded in the index, verified against these chunks, and its
@@ -271,11 +331,13 @@ public final class PackStore: Sendable {
         }
     }
 
-    private static func makeDirectory(_ path: String) throws(StoreError) {
-        if mkdir(path, 0o755) == 0 || errno == EEXIST { return }
+    static func makeDirectory(_ path: String) throws(StoreError) {
+        // 0700: a store is one user's (root's serves root's mounts), its objects shared only
+        // between that user's mounts.
+        if mkdir(path, 0o700) == 0 || errno == EEXIST { return }
         if errno == ENOENT {
             try makeDirectory((path as NSString).deletingLastPathComponent)
-            if mkdir(path, 0o755) == 0 || errno == EEXIST { return }
+            if mkdir(path, 0o700) == 0 || errno == EEXIST { return }
         }
         throw StoreError.system("cannot create cache directory", path: path)
     }

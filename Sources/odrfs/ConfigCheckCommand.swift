@@ -53,7 +53,7 @@ struct ConfigCheckCommand: AsyncParsableCommand {
         for path in configuration.trustKeys {
             do { keys.append(try MountCommand.loadTrustKey(path)) } catch { problems.append("\(error)") }
         }
-        if let cache = configuration.cache, access(cache, F_OK) == 0, access(cache, W_OK) != 0 {
+        if let cache = configuration.cache ?? configuration.store, access(cache, F_OK) == 0, access(cache, W_OK) != 0 {
             problems.append("cannot write to the cache \(cache): \(String(cString: strerror(errno)))")
         }
         for problem in problems { print("problem: " + problem) }

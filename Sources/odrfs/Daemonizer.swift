@@ -19,9 +19,10 @@ import ODRFSStore
 /// first and daemonize after for the same reason.)
 enum Daemonizer {
     static func startDaemon(configuration: MountConfiguration, logLevel: String) throws {
-        let cacheDirectory = configuration.resolvedCacheDirectory
-        try FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
-        let logFile = CacheLayout(root: cacheDirectory).logFile
+        let layout = configuration.storage.layout
+        try FileManager.default.createDirectory(atPath: layout.bundleRoot, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        let logFile = layout.logFile
 
         var pipeEnds: [Int32] = [0, 0]
         guard pipe(&pipeEnds) == 0 else { throw failure("cannot create a pipe: \(String(cString: strerror(errno)))") }
@@ -61,9 +62,7 @@ enum Daemonizer {
     /// A pipe holding `configuration` as JSON, write end closed; returns the read end
     /// (inheritable) for the daemon. Configurations are small: the pipe buffer holds it.
     private static func writeConfiguration(_ configuration: MountConfiguration) throws -> Int32 {
-        var configured = configuration
-        configured.cacheDirectory = configuration.resolvedCacheDirectory
-        let json = try JSONEncoder().encode(configured)
+        let json = try JSONEncoder().encode(configuration.resolved)
         var ends: [Int32] = [0, 0]
         guard pipe(&ends) == 0 else { throw failure("cannot create a pipe: \(String(cString: strerror(errno)))") }
         defer { close(ends[1]) }

@@ -29,8 +29,11 @@ struct MountCommand: AsyncParsableCommand {
     @Argument(help: "An empty directory to mount on.")
     var mountpoint: String
 
-    @Option(name: .long, help: "Cache directory (default: one per origin under ~/.cache/odrfs, or /var/cache/odrfs for root).")
+    @Option(name: .long, help: "A private cache directory for this mount alone, instead of the store.")
     var cache: String?
+
+    @Option(name: .long, help: "The store every mount of this user shares (default: ~/.cache/odrfs, or /var/cache/odrfs for root).")
+    var store: String?
 
     @Option(name: .long, help: "Cache budget (e.g. 500M, 2G), counting packs, their passthrough copies and the file indexes and manifest the mount keeps: above it, unused packs are purged (lowest preservation priority, then least recently used) down to 75 %.")
     var cacheSize: ByteCountArgument?
@@ -185,7 +188,9 @@ struct MountCommand: AsyncParsableCommand {
     func run() async throws {
         var configuration = MountConfiguration(origin: origin, mountpoint: mountpoint, cacheDirectory: cache)
         configuration.fuseOptions = fuseOptions.flatMap { $0.split(separator: ",").map(String.init) }
-        configuration.cacheDirectory = configuration.resolvedCacheDirectory
+        configuration.storeDirectory = store.map(Self.absolute)
+        configuration.cacheDirectory = cache.map(Self.absolute)
+        configuration = configuration.resolved
         configuration.originOptions = OriginOptions(
             tokenFile: tokenFile.map(Self.absolute), caFile: caFile.map(Self.absolute),
             fetchDeadline: .milliseconds(Int64(fetchTimeout * 1000))
@@ -220,7 +225,7 @@ struct MountCommand: AsyncParsableCommand {
         }
         if configuration.isSharedWithEveryUser {
             // Every local user reads the mount; its cache, log and runtime state stay root's.
-            try Self.makePrivate(configuration.resolvedCacheDirectory)
+            try Self.makePrivate(configuration.storage.root)
         }
         if !foreground {
             try Daemonizer.startDaemon(configuration: configuration, logLevel: logging.logLevel)

@@ -105,6 +105,7 @@ struct CacheLedgerStateTests {
                     }
                     disk[victimSHA] = nil
                     for offset in offsets { disk["\(victimSHA)@\(offset)"] = nil }
+                    return true
                 })
             default:
                 let tag = Tag("Level\(Int.random(in: 1...8, using: &random))")

@@ -100,7 +100,7 @@ struct QuotaPolicyTests {
         #expect(ledger.read { policy.victimsOnRequest(from: $0, matching: { _ in true }) }.map(\.id) == ["Level1"])
         let evicted = ledger.transaction { state in
             state.evict(QuotaPolicy.Victim(key: .pack(2), sha256: manifest.packs[2].sha256.hex, id: "base[locale=it]", bytes: 1_000,
-                                           priority: 0, lastAccess: nil, reason: .manual, rule: ""), trash: { _, _ in })
+                                           priority: 0, lastAccess: nil, reason: .manual, rule: ""), trash: { _, _ in true })
         }
         #expect(!evicted, "the ledger refuses to evict it, whoever asks")
     }

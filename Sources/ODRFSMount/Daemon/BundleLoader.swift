@@ -89,7 +89,7 @@ enum BundleLoader {
         let io = IOExecutor.cache
         let seen: [KeyID: SeenRevision]
         do {
-            seen = try await io.run { () throws(StoreError) in try store.index.seenRevisions() }
+            seen = try await io.run { () throws(StoreError) in try store.bundleIndex.seenRevisions() }
         } catch {
             throw MountError("cannot read the revisions seen from the cache index: \(error)")
         }
@@ -103,7 +103,7 @@ enum BundleLoader {
         let revision = verified.manifest.revision
         let signer = verified.signer.id
         do {
-            try await io.run { () throws(StoreError) in try store.index.recordRevision(revision, key: signer, at: now) }
+            try await io.run { () throws(StoreError) in try store.bundleIndex.recordRevision(revision, key: signer, at: now) }
         } catch {
             throw MountError("cannot record the manifest's revision in the cache index: \(error)")
         }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import ODRFSCore
 import ODRFSFetch
 import ODRFSStore
@@ -9,8 +10,11 @@ public struct MountConfiguration: Sendable, Codable {
     /// A dist dir path or a file:// URL (HTTP(S) in a later version).
     public var origin: String
     public var mountpoint: String
-    /// The cache directory; nil means the per-origin default (`CacheLayout.defaultRoot`).
+    /// `--cache`: a private cache directory for this one mount; nil: the store.
     public var cacheDirectory: String?
+    /// `--store`: the machine-wide store; nil: the user's default
+    /// (`CacheLayout.defaultStoreRoot()`). Ignored when `cacheDirectory` is set.
+    public var storeDirectory: String?
     /// Extra `-o` options for the kernel mount (e.g. `allow_other`).
     public var fuseOptions: [String]
     /// `--token-file`, `--ca-file` and `--fetch-timeout` for HTTP(S) origins.
@@ -73,17 +77,64 @@ public struct MountConfiguration: Sendable, Codable {
         return fuseOptions + ["default_permissions"]
     }
 
-    /// The cache directory to use: the one given, or one per origin under the
-    /// user's (or, for root, the system's) cache directory. Local origins are
-    /// resolved first so `./dist` and `/abs/dist` share a cache.
-    public var resolvedCacheDirectory: String {
-        if let cacheDirectory { return cacheDirectory }
+    /// Where a mount keeps its packs.
+    public enum Storage: Sendable, Equatable {
+        /// A private cache directory (`--cache`), used by one mount at a time.
+        case cache(String)
+        /// The bundle `bundle` (`CacheLayout.bundleKey(forOrigin:)`) of the machine-wide
+        /// store at `root`, shared with every other mount of it.
+        case store(root: String, bundle: String)
+
+        /// The layout of the directories that outlive one mount: for a store, the bundle's
+        /// (its log, manifest and indexes) with no mount directory.
+        public var layout: CacheLayout {
+            switch self {
+            case .cache(let root): CacheLayout(root: root)
+            case .store(let root, let bundle): CacheLayout(store: root, bundle: bundle, mount: "")
+            }
+        }
+
+        /// The directory to check and make private for a mount shared with every user.
+        public var root: String {
+            switch self {
+            case .cache(let root), .store(let root, _): root
+            }
+        }
+    }
+
+    /// Where this mount keeps its packs: `--cache`, else `--store` or the default store,
+    /// in the directory of this origin. Local origins are resolved first, so `./dist` and
+    /// `/abs/dist` are one bundle of the store.
+    public var storage: Storage {
+        if let cacheDirectory { return .cache(cacheDirectory) }
+        return .store(root: storeDirectory ?? CacheLayout.defaultStoreRoot(), bundle: CacheLayout.bundleKey(forOrigin: originKey))
+    }
+
+    /// The origin argument, a local path resolved.
+    private var originKey: String {
         var key = origin
         if key.lowercased().hasPrefix("file://"), let url = URL(string: key) { key = url.path }
         if !key.contains("://"), let resolved = realpath(key, nil) {
             key = String(cString: resolved)
             free(resolved)
         }
-        return CacheLayout.defaultRoot(forOrigin: key)
+        return key
+    }
+
+    /// The configuration with the default store written in, so that a daemon started with
+    /// another environment uses the store this command meant.
+    public var resolved: MountConfiguration {
+        var resolved = self
+        if cacheDirectory == nil, storeDirectory == nil { resolved.storeDirectory = CacheLayout.defaultStoreRoot() }
+        return resolved
+    }
+
+    /// Opens this mount's storage: the private cache, or a new mount of the store.
+    /// Blocking (flock, SQLite, directory listings): on the I/O executor.
+    public func openStore(logger: Logger) throws(StoreError) -> PackStore {
+        switch storage {
+        case .cache(let root): try PackStore(root: root, logger: logger)
+        case .store(let root, let bundle): try PackStore(store: root, bundle: bundle, logger: logger)
+        }
     }
 }

@@ -111,7 +111,6 @@ public final class MountDaemon: Sendable {
         logger: Logger,
         progress: @escaping @Sendable (Int64, Int64) -> Void
     ) async throws(MountError) -> MountDaemon {
-        let cacheRoot = configuration.resolvedCacheDirectory
         let bundle = try await PreparedBundle.load(configuration, origin: origin, logger: logger, progress: progress)
         let (manifest, index) = (bundle.manifest, bundle.index)
         // Wrapped so that `odrfs update` can switch the revision under a running mount.
@@ -127,7 +126,7 @@ public final class MountDaemon: Sendable {
         logger.info("bundle ready", metadata: [
             "bundle.version": "\(manifest.bundleVersion.hex.prefix(12))", "revision": "\(manifest.revision)",
             "signed": "\(bundle.isSigned)", "files": "\(index.entryCount)",
-            "packs": "\(manifest.packs.count)", "cache": "\(cacheRoot)",
+            "packs": "\(manifest.packs.count)", "cache": "\(bundle.revision.manager.store.layout.root)",
         ])
         let revisions = MountRevisions(fileSystem: fileSystem)
         let updater = BundleUpdater(origin: origin, revisions: revisions, kernel: session,

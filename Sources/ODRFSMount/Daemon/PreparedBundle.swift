@@ -26,13 +26,12 @@ struct PreparedBundle: Sendable {
         logger: Logger,
         progress: @escaping @Sendable (Int64, Int64) -> Void
     ) async throws(MountError) -> PreparedBundle {
-            let cacheRoot = configuration.resolvedCacheDirectory
             // Opening the store (flock, SQLite), writing the manifest and reconciling the cache
             // (which may hash files) block: they run on the I/O executor.
             let io = IOExecutor.cache
             let store: PackStore
             do {
-                store = try await io.run { () throws(StoreError) in try PackStore(root: cacheRoot, logger: logger) }
+                store = try await io.run { () throws(StoreError) in try configuration.openStore(logger: logger) }
             } catch {
                 throw MountError("cannot use cache: \(error)")
             }

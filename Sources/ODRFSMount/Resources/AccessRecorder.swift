@@ -40,7 +40,7 @@ final class AccessRecorder: Sendable {
         state = Mutex(State(demanded: Array(repeating: false, count: manifest.packs.count),
                             prefetched: Array(repeating: false, count: manifest.packs.count)))
         do {
-            session = try store.index.beginTraceSession(started: now, bundleVersion: manifest.bundleVersion.hex)
+            session = try store.bundleIndex.beginTraceSession(started: now, bundleVersion: manifest.bundleVersion.hex)
         } catch {
             logger.error("cannot start an access trace session; this session is not recorded", metadata: ["error": "\(error)"])
             session = nil
@@ -71,7 +71,7 @@ final class AccessRecorder: Sendable {
                                firstFile: cause == .open ? file() : nil, secondsSinceMount: seconds)
         io.submit { [store, logger] in
             do {
-                try store.index.appendTrace(session: session, [(rank, entry)])
+                try store.bundleIndex.appendTrace(session: session, [(rank, entry)])
             } catch {
                 logger.warning("cannot record an access in the trace", metadata: ["pack.id": "\(entry.pack)", "error": "\(error)"])
             }

@@ -130,10 +130,12 @@ final class Purger: Sendable {
         return delete(victims, reason: reason).reduce(0) { $0 + $1.bytes }
     }
 
-    /// Under the ledger's lock: one rename per file into `trash/`.
-    private func moveToTrash(_ sha256: String, backingOffsets: [Int64]) {
-        store.moveToTrash(sha256: sha256)
+    /// Under the ledger's lock: one rename per file into `trash/`, unless another mount of
+    /// the store holds the pack (then false: it stays, and the policy's next run looks again).
+    private func moveToTrash(_ sha256: String, backingOffsets: [Int64]) -> Bool {
+        guard store.moveToTrashUnlessHeld(sha256: sha256) != .held else { return false }
         for offset in backingOffsets { store.moveBackingFileToTrash(sha256: sha256, offset: offset) }
+        return true
     }
 
     /// Blocking (SQLite, unlink): runs on the I/O executor, outside the lock.

@@ -57,7 +57,7 @@ extension ResourceManager {
             // The tag's value when the write runs, as in `savePriorities`.
             let value = table.read { $0.priorityOverrides[tag] }
             do throws(StoreError) {
-                try store.index.setPriority(value, for: tag)
+                try store.bundleIndex.setPriority(value, for: tag)
             } catch {
                 logger.error("cannot save a preservation priority", metadata: ["tag": "\(tag)", "error": "\(error)"])
                 // Left for the next periodic save to retry.
@@ -73,7 +73,7 @@ extension ResourceManager {
         let pending = table.takeUnsavedPriorities()
         for (tag, value) in pending {
             do {
-                try store.index.setPriority(value, for: tag)
+                try store.bundleIndex.setPriority(value, for: tag)
             } catch {
                 logger.error("cannot save a preservation priority", metadata: ["tag": "\(tag)", "error": "\(error)"])
             }

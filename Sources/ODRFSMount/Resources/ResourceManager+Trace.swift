@@ -13,7 +13,7 @@ extension ResourceManager {
     public func traces(sessions: Int) async throws(StoreError) -> [[TraceEntry]] {
         let through = recorder.session
         return try await io.run { () throws(StoreError) in
-            try self.store.index.traces(last: sessions, through: through)
+            try self.store.bundleIndex.traces(last: sessions, through: through)
         }
     }
 
@@ -26,7 +26,7 @@ extension ResourceManager {
         let history: [[TraceEntry]]
         do {
             history = try await io.run { () throws(StoreError) in
-                try self.store.index.traces(last: Self.learningSessions, through: before)
+                try self.store.bundleIndex.traces(last: Self.learningSessions, through: before)
             }
         } catch {
             logger.warning("cannot read the access history; prefetch follows the manifest only", metadata: ["error": "\(error)"])

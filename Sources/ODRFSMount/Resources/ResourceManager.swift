@@ -92,8 +92,9 @@ public final class ResourceManager: Sendable {
                                          deferringHashes: deferringHashes)
         let waiting = Set(report.unverified.map(\.sha256))
         unverified = manifest.packs.indices.filter { waiting.contains(manifest.packs[$0].sha256) }.map { PackNumber(UInt32($0)) }
-        let overrides = try store.index.priorityOverrides()
-        table = CacheLedger(manifest: manifest, limits: limits, clock: clock, verified: report.packs, priorityOverrides: overrides, events: events)
+        let overrides = try store.bundleIndex.priorityOverrides()
+        table = CacheLedger(manifest: manifest, limits: limits, clock: clock, verified: Self.ownedPacks(report.packs, of: manifest, in: store),
+                            priorityOverrides: overrides, events: events, hold: { [store] in store.hold(sha256: $0) })
         purger = Purger(table: table, store: store, logger: logger, availableBytes: availableBytes ?? { [store] in store.availableBytes() })
         progressObservers = ProgressObservers()
         recorder = AccessRecorder(manifest: manifest, store: store, io: io, logger: logger, now: clock())
@@ -101,6 +102,20 @@ public final class ResourceManager: Sendable {
                                           maximumConcurrent: maximumConcurrentDownloads, observers: progressObservers,
                                           io: io, logger: logger, schedule: schedule)
         measureMetadata()
+    }
+
+    /// The verified packs this manager accounts for: in a private cache all of them (those
+    /// the manifest does not name are orphans, evicted first); in a store, the same less
+    /// the packs other live mounts' revisions name, which are theirs to keep. Records this
+    /// revision's packs as the mount's references, so other mounts leave them alone too.
+    /// Blocking (reads the store's `mounts/`): runs within `init`, on the I/O executor.
+    private static func ownedPacks(_ verified: [String: CachedPack], of manifest: Manifest, in store: PackStore) -> [String: CachedPack] {
+        guard store.isShared else { return verified }
+        let named = manifest.packs.map(\.sha256.hex)
+        store.recordReferences(named)
+        let ours = Set(named)
+        let theirs = store.referencesOfOtherMounts()
+        return verified.filter { ours.contains($0.key) || !theirs.contains($0.key) }
     }
 
     /// Fetches, evictions, retains and releases as they happen (`odrfs events`).
@@ -138,8 +153,12 @@ public final class ResourceManager: Sendable {
     /// next open downloads it again instead of failing forever.
     public func markMissing(_ pack: PackNumber) {
         _ = table.markMissing(pack)
-        let sha256 = manifest.pack(pack).sha256.hex
-        io.submit { [store] in try? store.index.removePack(sha256: sha256) }
+        let descriptor = manifest.pack(pack)
+        // Only if the file is still absent: in a store, another mount may have published it
+        // again (and recorded its row) since this one found it gone.
+        io.submit { [store] in
+            if FileIdentity.of(path: store.path(of: descriptor)) == nil { try? store.index.removePack(sha256: descriptor.sha256.hex) }
+        }
         logger.warning("cached pack missing; it will be downloaded again", metadata: ["pack.id": "\(manifest.pack(pack).id)"])
     }
 

@@ -118,7 +118,7 @@ extension BundleUpdater {
         if !trustedKeys.isEmpty, let signature = candidate.signature,
            let signer = (try? ManifestSignature(fileContents: signature))?.keyID {
             do {
-                try await manager.io.run { () throws(StoreError) in try store.index.recordRevision(revision, key: signer, at: Date()) }
+                try await manager.io.run { () throws(StoreError) in try store.bundleIndex.recordRevision(revision, key: signer, at: Date()) }
             } catch {
                 throw UpdateError(.internalError, "cannot record revision \(revision) in the cache index: \(error)")
             }

@@ -179,7 +179,7 @@ final class BundleUpdater: Sendable {
         let store = manager.store
         let seen: [KeyID: SeenRevision]
         do {
-            seen = try await manager.io.run { () throws(StoreError) in try store.index.seenRevisions() }
+            seen = try await manager.io.run { () throws(StoreError) in try store.bundleIndex.seenRevisions() }
         } catch {
             throw UpdateError(.internalError, "cannot read the revisions seen from the cache index: \(error)")
         }

@@ -49,11 +49,19 @@ extension CacheLedger {
         private(set) var evictionCount = 0
         /// Descriptors of local packs kept open between opens (`CacheLedger+KeptFiles.swift`).
         private(set) var keptFiles = KeptFiles()
+        /// In a machine-wide store, the shared lock on each retained pack's file that keeps
+        /// other mounts from evicting it (``ODRFSStore/PackHold``): taken when a retain count
+        /// leaves zero, dropped when it returns there.
+        private(set) var holds: [Int: PackHold] = [:]
+        /// Takes a ``ODRFSStore/PackHold`` on a pack file by content hash (nil in a private cache).
+        let hold: @Sendable (String) -> PackHold?
 
         /// Starts from what the cache holds: `verified` by content hash (this version's
         /// packs become local slots, the rest orphans).
-        init(manifest: Manifest, limits: CacheLimits, events: CacheEvents, verified: [String: CachedPack], priorityOverrides: [Tag: Double]) {
+        init(manifest: Manifest, limits: CacheLimits, events: CacheEvents, verified: [String: CachedPack], priorityOverrides: [Tag: Double],
+             hold: @escaping @Sendable (String) -> PackHold? = { _ in nil }) {
             self.manifest = manifest
+            self.hold = hold
             self.limits = limits
             self.events = events
             var orphans = verified
@@ -84,6 +92,7 @@ extension CacheLedger {
                 inUseBytes += bytes(index)
                 crossed = inUseBytes > limits.maximumInUse.value && inUseBytes - bytes(index) <= limits.maximumInUse.value
                 events.publish(CacheEvent(.retained(manifest.packs[index])))
+                holds[index] = hold(manifest.packs[index].sha256.hex)
             }
             slots[index].retainCount += 1
             slots[index].lastAccess = now.cacheIndexPrecision
@@ -97,6 +106,7 @@ extension CacheLedger {
             slots[index].retainCount -= 1
             if slots[index].retainCount == 0 {
                 inUseBytes -= bytes(index)
+                holds[index] = nil
                 events.publish(CacheEvent(.released(manifest.packs[index])))
             }
             return .released(nowUnretained: slots[index].retainCount == 0)
@@ -185,22 +195,23 @@ extension CacheLedger {
 
         /// Removes a victim the quota policy chose: `trash` moves its files out of sight
         /// (a rename, under the lock, so no open finds it and a later publish of the same
-        /// pack is never deleted by mistake). Never a retained, downloading or base pack.
-        mutating func evict(_ victim: QuotaPolicy.Victim, trash: (_ sha256: String, _ backingOffsets: [Int64]) -> Void) -> Bool {
+        /// pack is never deleted by mistake) and returns false when another mount of the
+        /// store holds the pack (then nothing changes). Never a retained, downloading or
+        /// base pack.
+        mutating func evict(_ victim: QuotaPolicy.Victim, trash: (_ sha256: String, _ backingOffsets: [Int64]) -> Bool) -> Bool {
             switch victim.key {
             case .orphan(let sha256):
-                guard let orphan = orphans.removeValue(forKey: sha256) else { return false }
+                guard orphans[sha256] != nil, trash(sha256, []), let orphan = orphans.removeValue(forKey: sha256) else { return false }
                 cachedBytes -= orphan.bytes
-                trash(sha256, [])
             case .pack(let index):
                 guard !manifest.isBase(PackNumber(UInt32(index))), slots[index].isLocal, slots[index].retainCount == 0, slots[index].download == nil else { return false }
+                // Its backing files go with it (kernel-held ones live on until their last close).
+                guard trash(manifest.packs[index].sha256.hex, Array(slots[index].backingFiles.keys)) else { return false }
                 slots[index].isLocal = false
                 // Unretained, so only the kept slot holds its descriptor: closed here, with
                 // the rename into trash/, so that its space is freed with it.
                 keptFiles.drop(index)
                 cachedBytes -= bytes(index) + slots[index].backingBytes
-                // Its backing files go with it (kernel-held ones live on until their last close).
-                trash(manifest.packs[index].sha256.hex, Array(slots[index].backingFiles.keys))
                 slots[index].backingFiles = [:]
             }
             evictionCount += 1

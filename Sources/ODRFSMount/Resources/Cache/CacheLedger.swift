@@ -42,13 +42,14 @@ final class CacheLedger: Sendable {
     /// Starts from what the cache holds: `verified` by content hash (this version's packs
     /// become local slots, the rest orphans) and the persisted priority overrides.
     init(manifest: Manifest, limits: CacheLimits, clock: @escaping @Sendable () -> Date,
-         verified: [String: CachedPack], priorityOverrides: [Tag: Double], events: CacheEvents = CacheEvents(), metrics: MountMetrics = MountMetrics()) {
+         verified: [String: CachedPack], priorityOverrides: [Tag: Double], events: CacheEvents = CacheEvents(), metrics: MountMetrics = MountMetrics(),
+         hold: @escaping @Sendable (String) -> PackHold? = { _ in nil }) {
         self.manifest = manifest
         self.events = events
         self.metrics = metrics
         self.limits = limits
         self.clock = clock
-        state = Mutex(State(manifest: manifest, limits: limits, events: events, verified: verified, priorityOverrides: priorityOverrides))
+        state = Mutex(State(manifest: manifest, limits: limits, events: events, verified: verified, priorityOverrides: priorityOverrides, hold: hold))
     }
 
     /// Reads the state under the lock (no copy of it unless `body` makes one).
@@ -119,7 +120,7 @@ final class CacheLedger: Sendable {
     /// Chooses victims with `choose` (the quota policy, over the state as it is under the
     /// lock) and evicts them, `trash` moving their files aside. Returns the victims evicted.
     func evict(choosing choose: (State) -> [QuotaPolicy.Victim],
-               trash: (_ sha256: String, _ backingOffsets: [Int64]) -> Void) -> [QuotaPolicy.Victim] {
+               trash: (_ sha256: String, _ backingOffsets: [Int64]) -> Bool) -> [QuotaPolicy.Victim] {
         transaction { state in
             choose(state).filter { state.evict($0, trash: trash) }
         }

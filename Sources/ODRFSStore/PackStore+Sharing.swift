@@ -1,0 +1,157 @@
+import Foundation
+import Logging
+import ODRFSCore
+
+/// One mount of a machine-wide store: `<pid>-<16 hex digits>`, the name of its directory
+/// under `mounts/`. The random part keeps a reused pid from naming a live mount's directory.
+public struct StoreMountID: Sendable, Hashable, CustomStringConvertible {
+    public let rawValue: String
+
+    static func make() -> StoreMountID {
+        StoreMountID(rawValue: "\(getpid())-" + String(format: "%016llx", UInt64.random(in: .min ... .max)))
+    }
+
+    public var description: String { rawValue }
+}
+
+/// A shared `flock` on one pack file, held while this process retains the pack, so that
+/// another mount of the store never evicts it (``PackStore/moveToTrashUnlessHeld(sha256:)``
+/// asks for the file's lock exclusively and gives up if it cannot have it). The kernel
+/// drops the lock when the descriptor closes: on release, on deinit, or when the process
+/// dies, so a mount killed with -9 holds nothing.
+public final class PackHold: Sendable {
+    private let descriptor: Int32
+
+    init(descriptor: Int32) {
+        self.descriptor = descriptor
+    }
+
+    deinit {
+        close(descriptor)
+    }
+}
+
+/// What ``PackStore/moveToTrashUnlessHeld(sha256:)`` did.
+public enum TrashOutcome: Sendable, Equatable {
+    /// The file is in `trash/` now.
+    case moved
+    /// There was no file (already evicted, or never there).
+    case absent
+    /// Another mount retains it: left in place.
+    case held
+}
+
+extension PackStore {
+    // MARK: Retains across mounts
+
+    /// Takes a shared lock on the pack file named `sha256`, for as long as the returned
+    /// hold lives. Nil in a private cache (one process: the ledger's count is enough) and
+    /// when the file is gone or being evicted right now (the open that follows finds it
+    /// missing and downloads it again). Called when a pack's retain count leaves zero:
+    /// an `open(2)` and a `flock(2)`, as cheap as the rename the ledger allows itself
+    /// under its lock.
+    public func hold(sha256: String) -> PackHold? {
+        guard isShared else { return nil }
+        let fd = open(layout.packsDirectory + "/" + sha256 + ".tar", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        guard flock(fd, LOCK_SH | LOCK_NB) == 0 else {
+            close(fd)
+            return nil
+        }
+        return PackHold(descriptor: fd)
+    }
+
+    /// Moves the pack named `sha256` into `trash/` unless a mount of the store holds it
+    /// (``hold(sha256:)``): the exclusive lock is taken without waiting and kept across the
+    /// rename, so no hold can start on the file in between. In a private cache, the same as
+    /// ``moveToTrash(sha256:)``.
+    public func moveToTrashUnlessHeld(sha256: String) -> TrashOutcome {
+        guard isShared else { return moveToTrash(sha256: sha256) ? .moved : .absent }
+        let fd = open(layout.packsDirectory + "/" + sha256 + ".tar", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return .absent }
+        defer { close(fd) }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return .held }
+        return moveToTrash(sha256: sha256) ? .moved : .absent
+    }
+
+    // MARK: References
+
+    /// Records the packs this mount's revision names (their content hashes), replacing what
+    /// it recorded before: other mounts of the store do not count them as garbage. Blocking
+    /// (a write and a rename): on the I/O executor.
+    public func recordReferences(_ hashes: some Sequence<String>) {
+        guard isShared else { return }
+        let text = hashes.joined(separator: "\n") + "\n"
+        let temporary = layout.referencesFile + ".new"
+        guard FileManager.default.createFile(atPath: temporary, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]),
+              rename(temporary, layout.referencesFile) == 0 else {
+            logger.warning("cannot record this mount's references in the store", metadata: ["path": "\(layout.referencesFile)"])
+            return
+        }
+    }
+
+    /// The content hashes that live mounts of the store other than this one recorded
+    /// (``recordReferences(_:)``). A mount is live while its lock is held. Blocking: on the
+    /// I/O executor. Empty in a private cache.
+    public func referencesOfOtherMounts() -> Set<String> {
+        guard isShared else { return [] }
+        var hashes: Set<String> = []
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: layout.mountsDirectory)) ?? [] where name != mountID?.rawValue {
+            let directory = layout.mountsDirectory + "/" + name
+            guard Self.isLive(mountDirectory: directory),
+                  let data = FileManager.default.contents(atPath: directory + "/references"),
+                  data.count <= Self.referencesLimit else { continue }
+            for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
+                if let hash = ContentHash(hex: String(line)) { hashes.insert(hash.hex) }
+            }
+        }
+        return hashes
+    }
+
+    /// 64 MiB: a million packs' hashes; a larger file under `mounts/` was not written by us.
+    static let referencesLimit = 64 << 20
+
+    // MARK: Dead mounts
+
+    /// Whether the mount owning `directory` still holds its lock.
+    static func isLive(mountDirectory directory: String) -> Bool {
+        let fd = open(directory + "/lock", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        return flock(fd, LOCK_SH | LOCK_NB) != 0
+    }
+
+    /// Removes the work directories of mounts that died without cleaning up (kill -9, a
+    /// crash): their partial downloads and backing files, which only they accounted for.
+    /// The dead mount's lock is taken first, so two starting mounts never both remove one.
+    func removeDeadMounts() {
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: layout.mountsDirectory)) ?? [] where name != mountID?.rawValue {
+            let directory = layout.mountsDirectory + "/" + name
+            let fd = open(directory + "/lock", O_RDONLY | O_CLOEXEC)
+            if fd >= 0 {
+                defer { close(fd) }
+                guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { continue }
+            } else {
+                // No lock yet: a mount may be starting right now; only an old one is dead.
+                var info = stat()
+                guard lstat(directory, &info) == 0, time(nil) - info.st_mtim.tv_sec > 60 else { continue }
+            }
+            logger.info("removing what a dead mount of the store left", metadata: ["mount": "\(name)"])
+            Self.removeTree(directory)
+        }
+    }
+
+    /// Deletes `path` and everything under it (no symlink is followed). Best effort.
+    static func removeTree(_ path: String) {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return }
+        if (info.st_mode & S_IFMT) == S_IFDIR {
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] {
+                removeTree(path + "/" + name)
+            }
+            rmdir(path)
+        } else {
+            unlink(path)
+        }
+    }
+}
