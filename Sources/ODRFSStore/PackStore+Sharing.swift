@@ -74,6 +74,16 @@ extension PackStore {
         return moveToTrash(sha256: sha256) ? .moved : .absent
     }
 
+    /// Whether another mount of the store published a verified copy of `pack` that its
+    /// row still vouches for (same file identity, verified against the same chunks): then a
+    /// download of it is a local fetch. Always false in a private cache, whose one mount
+    /// knows what it published. Blocking (stat, SQLite): on the I/O executor.
+    public func hasVerifiedCopy(of pack: PackDescriptor) -> Bool {
+        guard isShared, let identity = FileIdentity.of(path: layout.path(of: pack)),
+              let row = try? index.pack(sha256: pack.sha256.hex) else { return false }
+        return row.identity == identity && row.bytes == identity.size && row.isVerified(for: pack) && row.chunkList == pack.chunkListDigest.hex
+    }
+
     // MARK: References
 
     /// Records the packs this mount's revision names (their content hashes), replacing what

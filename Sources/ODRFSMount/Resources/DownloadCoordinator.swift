@@ -216,11 +216,15 @@ final class DownloadCoordinator: Sendable {
                     throw FetchError(.cancelled, "download of pack '\(descriptor.id)' abandoned before it started")
                 }
                 defer { queue.release(ticket) }
-                // A cached copy waiting to be hashed again (after a lost index) is a local fetch.
+                // A cached copy waiting to be hashed again (after a lost index), or one another
+                // mount of the store published, is a local fetch.
                 // Hashed with a download slot held, so a burst of opens after a lost index
                 // hashes no more packs at once than it would download.
                 let (store, chunkSize) = (downloader.store, downloader.chunkSize)
-                adopted = await io.run({ store.adoptUnverified(descriptor, chunkSize: chunkSize, now: Date()) }) != nil
+                // In a store, another mount may have published it since this one started.
+                adopted = await io.run({
+                    store.hasVerifiedCopy(of: descriptor) || store.adoptUnverified(descriptor, chunkSize: chunkSize, now: Date()) != nil
+                })
                 if !adopted {
                     try await fetch(pack, descriptor, tally: tally)
                 }

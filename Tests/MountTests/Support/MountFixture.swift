@@ -49,10 +49,11 @@ final class MountFixture {
 
     /// Mounts `dist` (or another origin, e.g. a URL) daemonized, and expects success;
     /// `environment` adds variables (e.g. `HTTP_PROXY`) for the mount command only.
+    /// `store`: mount through that machine-wide store instead of the fixture's private cache.
     func mount(at mountpoint: String? = nil, origin: String? = nil, extra: [String] = [],
-               environment: [String: String] = [:]) async throws {
+               environment: [String: String] = [:], store: String? = nil) async throws {
         let target = mountpoint ?? self.mountpoint
-        let arguments = ["mount", origin ?? dist, target, "--cache", cache] + extra
+        let arguments = ["mount", origin ?? dist, target] + (store.map { ["--store", $0] } ?? ["--cache", cache]) + extra
         let result = environment.isEmpty ? try await odrfs(arguments)
             : try await Command.run("/usr/bin/env", environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
                                         + [Self.binary] + arguments)
@@ -96,8 +97,8 @@ final class MountFixture {
     }
 
     /// The pack table of `.odrfs/status`, rows keyed by pack id (columns split on whitespace).
-    func status() throws -> [String: [String]] {
-        let text = try String(contentsOfFile: mountpoint + "/.odrfs/status", encoding: .utf8)
+    func status(at mountpoint: String? = nil) throws -> [String: [String]] {
+        let text = try String(contentsOfFile: (mountpoint ?? self.mountpoint) + "/.odrfs/status", encoding: .utf8)
         var rows: [String: [String]] = [:]
         var inPackTable = false
         for line in text.split(separator: "\n") {
@@ -115,7 +116,7 @@ final class MountFixture {
     /// A pack's state column ("not-downloaded", "downloaded", "in-use", "downloading(…)").
     func state(of pack: String) throws -> String? { try status()[pack]?[2] }
     func retains(of pack: String) throws -> Int? { try status()[pack].flatMap { Int($0[4]) } }
-    func fetches(of pack: String) throws -> Int? { try status()[pack].flatMap { Int($0[5]) } }
+    func fetches(of pack: String, at mountpoint: String? = nil) throws -> Int? { try status(at: mountpoint)[pack].flatMap { Int($0[5]) } }
 
     var log: String {
         (try? String(contentsOfFile: cache + "/odrfs.log", encoding: .utf8)) ?? "(no log)"

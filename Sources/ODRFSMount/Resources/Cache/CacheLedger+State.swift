@@ -92,9 +92,9 @@ extension CacheLedger {
                 inUseBytes += bytes(index)
                 crossed = inUseBytes > limits.maximumInUse.value && inUseBytes - bytes(index) <= limits.maximumInUse.value
                 events.publish(CacheEvent(.retained(manifest.packs[index])))
-                holds[index] = hold(manifest.packs[index].sha256.hex)
             }
             slots[index].retainCount += 1
+            holdIfRetained(index)
             slots[index].lastAccess = now.cacheIndexPrecision
             slots[index].unsavedAccesses += 1
             return crossed
@@ -110,6 +110,13 @@ extension CacheLedger {
                 events.publish(CacheEvent(.released(manifest.packs[index])))
             }
             return .released(nowUnretained: slots[index].retainCount == 0)
+        }
+
+        /// Takes the store-wide hold of a retained pack once its file is in place (a pack
+        /// retained while it downloads is held when it is published).
+        private mutating func holdIfRetained(_ index: Int) {
+            guard slots[index].retainCount > 0, slots[index].isLocal, holds[index] == nil else { return }
+            holds[index] = hold(manifest.packs[index].sha256.hex)
         }
 
         // MARK: Downloads
@@ -141,6 +148,7 @@ extension CacheLedger {
             slots[index].isLocal = true
             cachedBytes += bytes(index)
             if fetched { slots[index].fetchCount += 1 }
+            holdIfRetained(index)
             // The published pack is this very file (renamed): later opens share it.
             let dropped = download.file.flatMap { keep($0, for: index).dropped }
             return (download, dropped)
@@ -153,6 +161,7 @@ extension CacheLedger {
             slots[index].isLocal = true
             cachedBytes += bytes(index)
             noteAccess(index, ifNoneSince: lastAccess)
+            holdIfRetained(index)
             return true
         }
 

@@ -1,0 +1,176 @@
+import FaultOriginSupport
+import Foundation
+import ODRFSCore
+import ODRFSStore
+import TestSupport
+import Testing
+
+/// Issue 23, item 1: one store for the machine. Mounts of the same bundle, and of bundles
+/// that share packs, use one store at once; a pack is stored and fetched once; a pack one
+/// mount holds open is never evicted by another, and a mount killed with -9 holds nothing;
+/// the cache of the release before the store is taken in without a download.
+@Suite("One store for the machine", .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
+struct StoreMountTests {
+    /// Runs `body` with a fault origin serving `dist`; always stops it.
+    static func withOrigin(_ dist: String, _ body: (FaultOrigin) async throws -> Void) async throws {
+        let origin = try await FaultOrigin.start()
+        do {
+            try origin.setFiles(from: dist)
+            try await body(origin)
+        } catch {
+            await origin.stop()
+            throw error
+        }
+        await origin.stop()
+    }
+
+    static func packPath(_ fixture: MountFixture, _ id: String) throws -> String {
+        "/" + (try #require(try fixture.manifest.packs.first { $0.id.rawValue == id })).file
+    }
+
+    static let big = Data(TestBundle.files["big.bin"]!)
+
+    @Test("the same bundle mounted twice at once on one store: the second mount reads what the first fetched, without a request")
+    func sameBundleTwice() async throws {
+        let fixture = try MountFixture()
+        try await fixture.buildTestBundle()
+        let store = fixture.root + "/store"
+        let second = fixture.root + "/mnt2"
+        try FileManager.default.createDirectory(atPath: second, withIntermediateDirectories: true)
+        try await Self.withOrigin(fixture.dist) { origin in
+            try await fixture.mount(origin: origin.baseURL, store: store)
+            #expect(FileManager.default.contents(atPath: fixture.mountpoint + "/big.bin") == Self.big)
+            let bigPack = try Self.packPath(fixture, "Big")
+            #expect(origin.requests(of: bigPack).count >= 1)
+            let before = origin.requests(of: bigPack).count
+            try await fixture.mount(at: second, origin: origin.baseURL, store: store)
+            #expect(FileManager.default.contents(atPath: second + "/big.bin") == Self.big)
+            #expect(origin.requests(of: bigPack).count == before, "the second mount fetched a pack the store had")
+            let bigFile = try fixture.cacheFileName(of: "Big")
+            let packs = try FileManager.default.contentsOfDirectory(atPath: store + "/packs")
+            #expect(packs.filter { $0 == bigFile }.count == 1)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: store + "/mounts").count == 2)
+            #expect(try await fixture.unmount(second).status == 0)
+            #expect(try await fixture.unmount().status == 0)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: store + "/mounts").isEmpty, "an unmounted mount left its directory")
+        }
+    }
+
+    @Test("a pack another mount fetched after this one started is read from the store, not fetched again")
+    func publishedByAnotherMountLater() async throws {
+        let fixture = try MountFixture()
+        try await fixture.buildTestBundle()
+        let store = fixture.root + "/store"
+        let second = fixture.root + "/mnt2"
+        try FileManager.default.createDirectory(atPath: second, withIntermediateDirectories: true)
+        try await Self.withOrigin(fixture.dist) { origin in
+            try await fixture.mount(origin: origin.baseURL, store: store)
+            try await fixture.mount(at: second, origin: origin.baseURL, store: store)
+            let bigPack = try Self.packPath(fixture, "Big")
+            #expect(FileManager.default.contents(atPath: fixture.mountpoint + "/big.bin") == Self.big)
+            let fetched = origin.requests(of: bigPack).count
+            #expect(FileManager.default.contents(atPath: second + "/big.bin") == Self.big)
+            #expect(origin.requests(of: bigPack).count == fetched, "the second mount fetched a pack the first had just put in the store")
+            #expect(try fixture.fetches(of: "Big", at: second) == 0)
+            #expect(try await fixture.unmount(second).status == 0)
+            #expect(try await fixture.unmount().status == 0)
+        }
+    }
+
+    @Test("two bundles with one identical pack: stored once, and the second bundle's origin is never asked for it")
+    func sharedPackAcrossBundles() async throws {
+        let fixture = try MountFixture()
+        try await fixture.buildTestBundle()
+        // A second bundle: the same tree but for one level file, so its Big pack is the same.
+        let otherSource = fixture.root + "/source2", otherDist = fixture.root + "/dist2"
+        try TestBundle.write(to: otherSource)
+        try Data(TestBundle.pseudoRandom(70_000, seed: 99)).write(to: URL(fileURLWithPath: otherSource + "/levels/2/map.dat"))
+        #expect(try await fixture.odrfs(["build", otherSource, "-o", otherDist]).status == 0)
+        let store = fixture.root + "/store"
+        let second = fixture.root + "/mnt2"
+        try FileManager.default.createDirectory(atPath: second, withIntermediateDirectories: true)
+        try await Self.withOrigin(fixture.dist) { first in
+            try await Self.withOrigin(otherDist) { other in
+                try await fixture.mount(origin: first.baseURL, store: store)
+                #expect(FileManager.default.contents(atPath: fixture.mountpoint + "/big.bin") == Self.big)
+                try await fixture.mount(at: second, origin: other.baseURL, store: store)
+                #expect(FileManager.default.contents(atPath: second + "/big.bin") == Self.big)
+                #expect(FileManager.default.contents(atPath: second + "/levels/2/map.dat") == Data(TestBundle.pseudoRandom(70_000, seed: 99)))
+                let bigPack = try Self.packPath(fixture, "Big")
+                #expect(other.requests(of: bigPack).isEmpty, "the second bundle's origin was asked for a pack the store had")
+                #expect(try FileManager.default.contentsOfDirectory(atPath: store + "/bundles").count == 2)
+                #expect(try await fixture.unmount(second).status == 0)
+                #expect(try await fixture.unmount().status == 0)
+            }
+        }
+    }
+
+    @Test("a pack one mount holds open is never evicted by another mount's purge; once closed, it is; a mount killed with -9 holds nothing")
+    func holdsAcrossMounts() async throws {
+        let fixture = try MountFixture()
+        try await fixture.buildTestBundle()
+        let store = fixture.root + "/store"
+        let second = fixture.root + "/mnt2", third = fixture.root + "/mnt3"
+        for directory in [second, third] { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
+        let bigFile = store + "/packs/" + (try fixture.cacheFileName(of: "Big"))
+        try await Self.withOrigin(fixture.dist) { origin in
+            try await fixture.mount(origin: origin.baseURL, store: store)
+            let holding = try #require(FileHandle(forReadingAtPath: fixture.mountpoint + "/big.bin"))
+            try await fixture.mount(at: second, origin: origin.baseURL, store: store)
+            #expect(try await fixture.odrfs(["purge", second, "--all"]).status == 0)
+            #expect(access(bigFile, F_OK) == 0, "another mount evicted a pack this one holds open")
+            #expect(try holding.readToEnd() == Self.big)
+            try holding.close()
+            #expect(try await fixture.odrfs(["purge", second, "--all"]).status == 0)
+            #expect(access(bigFile, F_OK) != 0, "a pack nothing holds was not evicted")
+
+            // Another pack held, then the holder dies without a word. (Big is not used again:
+            // the first mount still reads the evicted copy through the descriptor it kept.)
+            let levelFile = store + "/packs/" + (try fixture.cacheFileName(of: "Level1"))
+            let level = try #require(FileHandle(forReadingAtPath: fixture.mountpoint + "/levels/1/map.dat"))
+            #expect(try level.read(upToCount: 16) == Data(TestBundle.files["levels/1/map.dat"]!.prefix(16)))
+            // The other mount learns the pack is in the store when it reads it.
+            #expect(FileManager.default.contents(atPath: second + "/levels/1/map.dat") == Data(TestBundle.files["levels/1/map.dat"]!))
+            #expect(try await fixture.odrfs(["purge", second, "--all"]).status == 0)
+            #expect(access(levelFile, F_OK) == 0, "another mount evicted a pack this one holds open")
+            let pid = try #require(fixture.daemonPID())
+            #expect(kill(pid, SIGKILL) == 0)
+            var waited = 0
+            while kill(pid, 0) == 0, waited < 500 {
+                usleep(10_000)
+                waited += 1
+            }
+            try? level.close()
+            #expect(try await fixture.odrfs(["purge", second, "--all"]).status == 0)
+            #expect(access(levelFile, F_OK) != 0, "a killed mount's hold outlived it")
+            // The next mount removes what the dead one left.
+            try await fixture.mount(at: third, origin: origin.baseURL, store: store)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: store + "/mounts").count == 2)
+            #expect(FileManager.default.contents(atPath: third + "/big.bin") == Self.big)
+            #expect(try await fixture.unmount(third).status == 0)
+            #expect(try await fixture.unmount(second).status == 0)
+        }
+    }
+
+    @Test("the cache the release before the store kept for an origin is taken in on the first mount, without a download")
+    func legacyCacheTakenIn() async throws {
+        let fixture = try MountFixture()
+        try await fixture.buildTestBundle()
+        let store = fixture.root + "/store"
+        try await Self.withOrigin(fixture.dist) { origin in
+            let legacy = store + "/" + CacheLayout.bundleKey(forOrigin: origin.baseURL)
+            let old = try await fixture.odrfs(["mount", origin.baseURL, fixture.mountpoint, "--cache", legacy])
+            try #require(old.status == 0, "\(old.stderr)")
+            #expect(FileManager.default.contents(atPath: fixture.mountpoint + "/big.bin") == Self.big)
+            #expect(try await fixture.unmount().status == 0)
+            let requests = origin.requests(of: try Self.packPath(fixture, "Big")).count
+            let initial = origin.requests(of: try Self.packPath(fixture, "Level3")).count
+            try await fixture.mount(origin: origin.baseURL, store: store)
+            #expect(access(legacy, F_OK) != 0, "the old cache directory was left")
+            #expect(FileManager.default.contents(atPath: fixture.mountpoint + "/big.bin") == Self.big)
+            #expect(origin.requests(of: try Self.packPath(fixture, "Big")).count == requests, "a pack of the old cache was downloaded again")
+            #expect(origin.requests(of: try Self.packPath(fixture, "Level3")).count == initial, "the initial-install pack was downloaded again")
+            #expect(try await fixture.unmount().status == 0)
+        }
+    }
+}
