@@ -15,7 +15,7 @@ struct ConfigCommand: ParsableCommand {
               mirrors = URL[,token-file=F] ...            (up to 15, separated by spaces)
               token-file = /etc/odrfs/travel.token         ca-file = /etc/odrfs/ca.pem
               trust-key = /etc/odrfs/travel.pub ...        (up to 8, separated by spaces)
-              cache = /var/cache/odrfs/travel              cache-size = 2G
+              store = /var/cache/odrfs   cache-size = 2G      cache = /srv/travel-cache (private)
               min-free = 1G       max-in-use = 2G          fetch-timeout = 30   (seconds)
               max-background-rate = 2M                     proxy = http://squid:3128
               offline = no                                 log-level = info
