@@ -46,19 +46,37 @@ extension PackStore {
 
     /// Takes a shared lock on the pack file named `sha256`, for as long as the returned
     /// hold lives. Nil in a private cache (one process: the ledger's count is enough) and
-    /// when the file is gone or being evicted right now (the open that follows finds it
-    /// missing and downloads it again). Called when a pack's retain count leaves zero:
-    /// an `open(2)` and a `flock(2)`, as cheap as the rename the ledger allows itself
-    /// under its lock.
+    /// when the file is gone or was evicted while this waited (the open that follows finds
+    /// it missing and downloads it again). Called when a retained pack is local: an
+    /// `open(2)` and a `flock(2)` that waits at most for an eviction's rename or an
+    /// operator's probe (``isHeld(sha256:)``), each a few system calls long.
     public func hold(sha256: String) -> PackHold? {
         guard isShared else { return nil }
-        let fd = open(layout.packsDirectory + "/" + sha256 + ".tar", O_RDONLY | O_CLOEXEC)
+        let path = layout.packsDirectory + "/" + sha256 + ".tar"
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
-        guard flock(fd, LOCK_SH | LOCK_NB) == 0 else {
+        var locked = flock(fd, LOCK_SH)
+        while locked != 0 && errno == EINTR { locked = flock(fd, LOCK_SH) }
+        // Locked after an eviction renamed it away: that file is not the pack any more.
+        var held = stat(), named = stat()
+        guard locked == 0, fstat(fd, &held) == 0, stat(path, &named) == 0, held.st_ino == named.st_ino, held.st_dev == named.st_dev else {
             close(fd)
             return nil
         }
         return PackHold(descriptor: fd)
+    }
+
+    /// Whether a mount holds the pack named `sha256` now (a probe: the exclusive lock taken
+    /// without waiting and let go at once). False when there is no such file.
+    public func isHeld(sha256: String) -> Bool {
+        Self.isHeld(path: layout.packsDirectory + "/" + sha256 + ".tar")
+    }
+
+    static func isHeld(path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        return flock(fd, LOCK_EX | LOCK_NB) != 0
     }
 
     /// Moves the pack named `sha256` into `trash/` unless a mount of the store holds it
@@ -82,6 +100,45 @@ extension PackStore {
         guard isShared, let identity = FileIdentity.of(path: layout.path(of: pack)),
               let row = try? index.pack(sha256: pack.sha256.hex) else { return false }
         return row.identity == identity && row.bytes == identity.size && row.isVerified(for: pack) && row.chunkList == pack.chunkListDigest.hex
+    }
+
+    /// How a store places a verified download (``placeShared(_:as:)``).
+    enum SharedPlacement {
+        /// Linked under its name (nothing was there); the temporary name is gone.
+        case linked
+        /// Another mount's copy, vouched for by its row, stays; this file was dropped.
+        case kept(CachedPack)
+        /// A file whose row is not written yet is there: replace it, as a private cache does.
+        case renameIntoPlace
+    }
+
+    /// In a store, two mounts may download one pack at once. The second to finish must not
+    /// rename its copy over the first's: a mount holding the first file (``hold(sha256:)``)
+    /// would then hold a file no longer in `packs/`. So the copy is linked into place only
+    /// if no file is there; if one is and its row vouches for it, that one stays and this
+    /// download's file is dropped (its readers keep reading their descriptors of it: the
+    /// same verified bytes).
+    func placeShared(_ file: TemporaryFile, as pack: PackDescriptor) throws(StoreError) -> SharedPlacement {
+        let destination = layout.path(of: pack)
+        guard fsync(file.descriptor) == 0 else {
+            let error = StoreError.system("cannot fsync", path: file.path)
+            file.discard()
+            throw error
+        }
+        if link(file.path, destination) == 0 {
+            unlink(file.path)
+            file.markPublished()
+            let directory = open(layout.packsDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            if directory >= 0 {
+                _ = fsync(directory)
+                close(directory)
+            }
+            return .linked
+        }
+        guard errno == EEXIST, hasVerifiedCopy(of: pack), let row = try? index.pack(sha256: pack.sha256.hex) else { return .renameIntoPlace }
+        logger.info("another mount of the store published this pack first; keeping its copy", metadata: ["pack.id": "\(pack.id)"])
+        file.discard()
+        return .kept(row)
     }
 
     // MARK: References

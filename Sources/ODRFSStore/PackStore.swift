@@ -233,7 +233,11 @@ public final class PackStore: Sendable {
     @discardableResult
     public func publish(_ file: TemporaryFile, as pack: PackDescriptor, at date: Date) throws(StoreError) -> CachedPack {
         let destination = layout.path(of: pack)
-        try publish(file, to: destination)
+        switch isShared ? try placeShared(file, as: pack) : .renameIntoPlace {
+        case .kept(let existing): return existing
+        case .linked: break
+        case .renameIntoPlace: try publish(file, to: destination)
+        }
         guard let identity = FileIdentity.of(path: destination) else {
             throw StoreError.system("cannot stat published pack", path: destination)
         }

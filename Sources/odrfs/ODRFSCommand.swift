@@ -23,7 +23,7 @@ struct ODRFSCommand: AsyncParsableCommand {
         subcommands: [
             BuildCommand.self, ServeCommand.self, MountCommand.self, UnmountCommand.self, StatusCommand.self,
             RequestCommand.self, PriorityCommand.self, PurgeCommand.self, UpdateCommand.self, VariantCommand.self, EventsCommand.self, TraceCommand.self, KeygenCommand.self, ProbeCommand.self,
-            ConfigCommand.self,
+            ConfigCommand.self, StoreCommand.self,
         ]
     )
 

@@ -83,7 +83,8 @@ struct StoreMountTests {
         try await fixture.buildTestBundle()
         // A second bundle: the same tree but for one level file, so its Big pack is the same.
         let otherSource = fixture.root + "/source2", otherDist = fixture.root + "/dist2"
-        try TestBundle.write(to: otherSource)
+        // Copied with its times: the packs of unchanged files are then byte for byte the same.
+        #expect(try await Command.run("/bin/cp", ["-a", fixture.source, otherSource]).status == 0)
         try Data(TestBundle.pseudoRandom(70_000, seed: 99)).write(to: URL(fileURLWithPath: otherSource + "/levels/2/map.dat"))
         #expect(try await fixture.odrfs(["build", otherSource, "-o", otherDist]).status == 0)
         let store = fixture.root + "/store"
@@ -97,6 +98,8 @@ struct StoreMountTests {
                 #expect(FileManager.default.contents(atPath: second + "/big.bin") == Self.big)
                 #expect(FileManager.default.contents(atPath: second + "/levels/2/map.dat") == Data(TestBundle.pseudoRandom(70_000, seed: 99)))
                 let bigPack = try Self.packPath(fixture, "Big")
+                let otherManifest = try Manifest.decode(Data(contentsOf: URL(fileURLWithPath: otherDist + "/manifest.json")))
+                #expect(otherManifest.packs.contains { "/" + $0.file == bigPack }, "the two bundles do not share their Big pack")
                 #expect(other.requests(of: bigPack).isEmpty, "the second bundle's origin was asked for a pack the store had")
                 #expect(try FileManager.default.contentsOfDirectory(atPath: store + "/bundles").count == 2)
                 #expect(try await fixture.unmount(second).status == 0)

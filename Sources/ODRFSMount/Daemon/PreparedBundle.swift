@@ -31,7 +31,11 @@ struct PreparedBundle: Sendable {
             let io = IOExecutor.cache
             let store: PackStore
             do {
-                store = try await io.run { () throws(StoreError) in try configuration.openStore(logger: logger) }
+                store = try await io.run { () throws(StoreError) in
+                    let store = try configuration.openStore(logger: logger)
+                    store.recordMount(mountpoint: configuration.mountpoint, origin: configuration.origin)
+                    return store
+                }
             } catch {
                 throw MountError("cannot use cache: \(error)")
             }

@@ -1,0 +1,104 @@
+import Dispatch
+import Foundation
+import ODRFSCore
+import Synchronization
+
+/// What `odrfs store fsck` found (and, with `--repair`, did).
+public struct StoreCheck: Sendable, Equatable {
+    /// Packs hashed, and their bytes.
+    public var checked = 0
+    public var bytes: Int64 = 0
+    /// Packs whose SHA-256 is not their name (quarantined with `--repair`).
+    public var mismatched: [String] = []
+    /// Packs the store's index has no row for (recorded with `--repair`, once hashed right).
+    public var unknown: [String] = []
+    /// Rows whose file is gone (dropped with `--repair`).
+    public var missing: [String] = []
+    /// Files that could not be read (an I/O error: the check is incomplete).
+    public var unreadable: [String] = []
+    public var repaired = false
+
+    /// Whether the store is clean.
+    public var isClean: Bool { mismatched.isEmpty && unknown.isEmpty && missing.isEmpty && unreadable.isEmpty }
+}
+
+extension StoreMaintenance {
+    /// Re-hashes every pack of the store at `root` (`threads` at once) against its name and
+    /// compares the files with the index's rows. With `repair`: a pack that does not match
+    /// moves to `quarantine/` (never served again; the next open fetches it) and its row
+    /// goes; rows without a file are dropped; a right file without a row, or whose row
+    /// records another identity, is recorded as it is now.
+    public static func check(root: String, repair: Bool, threads: Int = ProcessInfo.processInfo.activeProcessorCount) throws(StoreError) -> StoreCheck {
+        guard access(root + "/index.sqlite", F_OK) == 0, access(root + "/packs", F_OK) == 0 else {
+            throw StoreError(.io, "\(root) is not an odrfs store (no index.sqlite and packs/)")
+        }
+        let index = try CacheIndex(path: root + "/index.sqlite")
+        let rows = Dictionary(try index.allPacks().map { ($0.sha256, $0) }, uniquingKeysWith: { first, _ in first })
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: root + "/packs")) ?? []).filter {
+            $0.hasSuffix(".tar") && ContentHash(hex: String($0.dropLast(4))) != nil
+        }
+        // Hashed in parallel, one file per worker at a time (reading is the cost).
+        let results = Mutex([String: (digest: ContentHash?, identity: FileIdentity?)]())
+        let next = Atomic<Int>(0)
+        DispatchQueue.concurrentPerform(iterations: max(1, min(threads, names.count))) { _ in
+            while true {
+                let position = next.wrappingAdd(1, ordering: .relaxed).oldValue
+                guard position < names.count else { return }
+                let path = root + "/packs/" + names[position]
+                let identity = FileIdentity.of(path: path)
+                let digest = PackStore.sha256(ofFileAt: path)
+                results.withLock { $0[names[position]] = (digest, identity) }
+            }
+        }
+        var check = StoreCheck()
+        let hashed = results.withLock { $0 }
+        var onDisk: Set<String> = []
+        for name in names.sorted() {
+            let hash = String(name.dropLast(4))
+            onDisk.insert(hash)
+            guard let result = hashed[name], let digest = result.digest, let identity = result.identity else {
+                check.unreadable.append(hash)
+                continue
+            }
+            check.checked += 1
+            check.bytes = check.bytes.saturatingAdd(identity.size)
+            guard digest.hex == hash else {
+                check.mismatched.append(hash)
+                if repair { quarantine(root: root, name: name, index: index) }
+                continue
+            }
+            if let row = rows[hash] {
+                if repair, row.identity != identity || row.bytes != identity.size {
+                    var updated = row
+                    updated.bytes = identity.size
+                    updated.fileSize = identity.size
+                    updated.fileModifiedNanoseconds = identity.modifiedNanoseconds
+                    updated.fileInode = identity.inode
+                    try index.save(updated)
+                }
+            } else {
+                check.unknown.append(hash)
+                if repair, let sha = ContentHash(hex: hash) {
+                    // Verified whole against its name just now; no chunk list is known, so a
+                    // mount trusts it for a descriptor with this very SHA-256 only.
+                    try index.save(CachedPack(sha256: sha, packID: PackID("(fsck)"), bytes: ByteCount(identity.size),
+                                              firstFetch: Date(), identity: identity))
+                }
+            }
+        }
+        for hash in rows.keys.sorted() where !onDisk.contains(hash) {
+            check.missing.append(hash)
+            if repair { try index.removePack(sha256: hash) }
+        }
+        check.repaired = repair
+        return check
+    }
+
+    private static func quarantine(root: String, name: String, index: CacheIndex) {
+        _ = mkdir(root + "/quarantine", 0o700)
+        let destination = root + "/quarantine/" + name + "." + String(UInt32.random(in: .min ... .max))
+        if rename(root + "/packs/" + name, destination) == 0 {
+            try? index.removePack(sha256: String(name.dropLast(4)))
+        }
+    }
+}
