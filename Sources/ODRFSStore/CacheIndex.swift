@@ -75,6 +75,7 @@ public final class CacheIndex: Sendable {
             }
         }
         registerTraceMigration(&migrator)
+        registerStoreMigration(&migrator)
         return migrator
     }
 
@@ -125,6 +126,9 @@ public final class CacheIndex: Sendable {
             }
         }
     }
+
+    /// The queue, for the store's immediate transactions (`CacheIndex+Store.swift`).
+    var databaseForStore: DatabaseQueue { database }
 
     /// One transaction, durable across a crash of the process (synchronous = NORMAL).
     func access<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {

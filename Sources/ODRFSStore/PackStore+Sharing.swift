@@ -143,12 +143,16 @@ extension PackStore {
 
     // MARK: References
 
-    /// Records the packs this mount's revision names (their content hashes), replacing what
-    /// it recorded before: other mounts of the store do not count them as garbage. Blocking
-    /// (a write and a rename): on the I/O executor.
-    public func recordReferences(_ hashes: some Sequence<String>) {
+    /// Records the packs this mount's revision names, each with its preservation priority
+    /// and whether it is a base pack, and whether the mount is running (retains anything),
+    /// replacing what it recorded before: other mounts do not count these packs as garbage,
+    /// and a store-wide purge orders them by this mount's priorities
+    /// (``StorePurgePlan``). Blocking (a write and a rename): on the I/O executor.
+    public func recordReferences(_ packs: [(sha256: String, priority: Double, isBase: Bool)], running: Bool) {
         guard isShared else { return }
-        let text = hashes.joined(separator: "\n") + "\n"
+        var text = running ? "running\n" : "idle\n"
+        text.reserveCapacity(packs.count * 80)
+        for pack in packs { text += pack.sha256 + " " + String(pack.priority) + (pack.isBase ? " base\n" : " -\n") }
         let temporary = layout.referencesFile + ".new"
         guard FileManager.default.createFile(atPath: temporary, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]),
               rename(temporary, layout.referencesFile) == 0 else {
@@ -158,21 +162,53 @@ extension PackStore {
     }
 
     /// The content hashes that live mounts of the store other than this one recorded
-    /// (``recordReferences(_:)``). A mount is live while its lock is held. Blocking: on the
-    /// I/O executor. Empty in a private cache.
+    /// (``recordReferences(_:running:)``). A mount is live while its lock is held. Blocking:
+    /// on the I/O executor. Empty in a private cache.
     public func referencesOfOtherMounts() -> Set<String> {
+        Set(mountedBundles(includingThisMount: false).flatMap(\.packs.keys))
+    }
+
+    /// What the live mounts of the store recorded, one entry per mount, as the store-wide
+    /// purge takes it. Blocking: on the I/O executor.
+    public func mountedBundles(includingThisMount: Bool = true) -> [StorePurgePlan.MountedBundle] {
         guard isShared else { return [] }
-        var hashes: Set<String> = []
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: layout.mountsDirectory)) ?? [] where name != mountID?.rawValue {
+        var bundles: [StorePurgePlan.MountedBundle] = []
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: layout.mountsDirectory)) ?? [] {
+            if !includingThisMount && name == mountID?.rawValue { continue }
             let directory = layout.mountsDirectory + "/" + name
-            guard Self.isLive(mountDirectory: directory),
-                  let data = FileManager.default.contents(atPath: directory + "/references"),
-                  data.count <= Self.referencesLimit else { continue }
-            for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
-                if let hash = ContentHash(hex: String(line)) { hashes.insert(hash.hex) }
-            }
+            guard name == mountID?.rawValue || Self.isLive(mountDirectory: directory),
+                  let data = Self.boundedContents(of: directory + "/references", limit: Self.referencesLimit) else { continue }
+            let record = Self.boundedContents(of: directory + "/mount.json", limit: MountRecord.limit)
+                .flatMap { try? JSONDecoder().decode(MountRecord.self, from: $0) }
+            var bundle = Self.parseReferences(data)
+            bundle.key = record?.bundle ?? name
+            bundles.append(bundle)
         }
-        return hashes
+        return bundles
+    }
+
+    /// The identities of the store's live mounts, this one included.
+    public func liveMountIDs() -> [String] {
+        guard let mountID else { return [] }
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: layout.mountsDirectory)) ?? []
+        return names.filter { $0 == mountID.rawValue || Self.isLive(mountDirectory: layout.mountsDirectory + "/" + $0) }
+    }
+
+    /// Parses a `references` file: a first line `running` or `idle`, then one pack a line,
+    /// `<sha256> <priority> <base|->`. Malformed lines are skipped (outside input).
+    static func parseReferences(_ data: Data) -> StorePurgePlan.MountedBundle {
+        var bundle = StorePurgePlan.MountedBundle(key: "", running: false, packs: [:])
+        for (number, line) in String(decoding: data, as: UTF8.self).split(separator: "\n").enumerated() {
+            if number == 0, line == "running" || line == "idle" {
+                bundle.running = line == "running"
+                continue
+            }
+            let fields = line.split(separator: " ")
+            guard let first = fields.first, let hash = ContentHash(hex: String(first)) else { continue }
+            let priority = fields.count > 1 ? Double(fields[1]).flatMap { $0.isFinite ? $0 : nil } ?? 0 : 0
+            bundle.packs[hash.hex] = (priority, fields.count > 2 && fields[2] == "base")
+        }
+        return bundle
     }
 
     /// 64 MiB: a million packs' hashes; a larger file under `mounts/` was not written by us.

@@ -122,12 +122,8 @@ public struct StoreInventory: Sendable {
             guard PackStore.isLive(mountDirectory: directory),
                   let data = PackStore.boundedContents(of: directory + "/mount.json", limit: MountRecord.limit),
                   let record = try? JSONDecoder().decode(MountRecord.self, from: data) else { continue }
-            var references: Set<String> = []
-            if let text = PackStore.boundedContents(of: directory + "/references", limit: PackStore.referencesLimit) {
-                for line in String(decoding: text, as: UTF8.self).split(separator: "\n") {
-                    if let hash = ContentHash(hex: String(line)) { references.insert(hash.hex) }
-                }
-            }
+            let references = PackStore.boundedContents(of: directory + "/references", limit: PackStore.referencesLimit)
+                .map { Set(PackStore.parseReferences($0).packs.keys) } ?? []
             mounts.append((record, references))
         }
         return mounts

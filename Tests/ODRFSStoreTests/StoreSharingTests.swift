@@ -66,9 +66,14 @@ struct StoreSharingTests {
         let root = try TemporaryDirectory()
         let observer = try PackStore(store: root.path, bundle: "0123456789abcdef", logger: logger)
         var other: PackStore? = try PackStore(store: root.path, bundle: "fedcba9876543210", logger: logger)
-        other?.recordReferences([Self.hashA, "not a hash"])
-        observer.recordReferences([Self.hashB])
+        other?.recordReferences([(Self.hashA, 0.5, false)], running: true)
+        // A malformed line among them (outside input) is skipped.
+        try? "idle\nnot a hash 0.1 -\n\(Self.hashA) 0.5 base\n".write(toFile: other!.layout.referencesFile, atomically: true, encoding: .utf8)
+        observer.recordReferences([(Self.hashB, 0, false)], running: false)
         #expect(observer.referencesOfOtherMounts() == [Self.hashA], "a mount counts its own references or a malformed line")
+        let published = observer.mountedBundles()
+        #expect(published.count == 2)
+        #expect(published.contains { $0.packs[Self.hashA]?.isBase == true && $0.packs[Self.hashA]?.priority == 0.5 && !$0.running })
         // A mount that died: its lock is free (here: the process let go of it without
         // cleaning up, as kill -9 would leave it).
         let dead = root.path + "/mounts/12345-00000000deadbeef"

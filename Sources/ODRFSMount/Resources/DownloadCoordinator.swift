@@ -262,6 +262,7 @@ final class DownloadCoordinator: Sendable {
     /// (not counted as a fetch, no fetch event).
     private func finishDownload(_ pack: PackNumber, result: Result<Void, FetchError>, duration: Duration, adopted: Bool = false) {
         let index = Int(pack.rawValue)
+        if !adopted { purger.releaseStoreReservation(table.manifest.pack(pack)) }
         let now = table.clock()
         enum Next { case finished([Waiter], VerifiedFile?, dropped: VerifiedFile?), restart(VerifiedFile?) }
         var crossedInUse = false

@@ -35,6 +35,8 @@ final class Purger: Sendable {
     let events: AsyncStream<PurgeReason>
     /// Whether the last purge under pressure could not free what the limits asked for.
     private let overLimits = Mutex(false)
+    /// The store's eviction log as far as this mount has applied it (nil: not read yet).
+    let lastEvictionSeen = Mutex<Int64?>(nil)
 
     init(table: CacheLedger, store: PackStore, logger: Logger, availableBytes: @escaping @Sendable () -> Int64?) {
         self.table = table
@@ -75,6 +77,7 @@ final class Purger: Sendable {
     func makeRoom(for pack: PackNumber) throws(FetchError) {
         let bytes = table.manifest.pack(pack).bytes.value
         purgeForPressure(reason: .makingRoom(for: table.manifest.pack(pack).id.rawValue))
+        reserveInStore(table.manifest.pack(pack))
         guard let available = measureAvailableBytes(), available < bytes else { return }
         // Not even the bytes themselves fit: purge whatever it takes.
         let freed = evict(freeing: bytes - available, reason: .diskFull)
@@ -132,7 +135,7 @@ final class Purger: Sendable {
 
     /// Under the ledger's lock: one rename per file into `trash/`, unless another mount of
     /// the store holds the pack (then false: it stays, and the policy's next run looks again).
-    private func moveToTrash(_ sha256: String, backingOffsets: [Int64]) -> Bool {
+    func moveToTrash(_ sha256: String, backingOffsets: [Int64]) -> Bool {
         guard store.moveToTrashUnlessHeld(sha256: sha256) != .held else { return false }
         for offset in backingOffsets { store.moveBackingFileToTrash(sha256: sha256, offset: offset) }
         return true

@@ -22,9 +22,28 @@ extension ResourceManager {
                 self.saveAccesses()
                 self.purger.measureAvailableBytes()
                 self.measureMetadata()
+                self.purger.learnStoreEvictions()
+                self.publishToStore()
                 self.purger.purgeForPressure(reason: reason)
+                self.purger.purgeStore()
             }
         }
+    }
+
+    /// In a store: records this revision's packs with their preservation priorities and
+    /// whether the mount is running, when that changed since the last time (see
+    /// `PackStore.recordReferences`). Blocking: I/O executor only.
+    func publishToStore() {
+        guard store.isShared else { return }
+        let (priorities, running) = table.read { state in (state.slots.map(\.priority), state.inUseBytes > 0) }
+        let changed = published.withLock { last in
+            defer { last = (priorities, running) }
+            return last.map { $0.priorities != priorities || $0.running != running } ?? true
+        }
+        guard changed else { return }
+        let base = Set(manifest.basePacks.map { Int($0.rawValue) })
+        store.recordReferences(manifest.packs.enumerated().map { ($0.element.sha256.hex, priorities[$0.offset], base.contains($0.offset)) },
+                               running: running)
     }
 
     /// Writes pending access times and counts to the cache index (batched: opens do

@@ -46,6 +46,8 @@ public final class ResourceManager: Sendable {
     /// `--max-background-rate` and `--prefetch-delay`, kept so that an update's manager
     /// schedules like this one.
     let schedule: SchedulerSettings
+    /// What ``publishToStore()`` last recorded in the store (nil: nothing yet).
+    let published = Mutex<(priorities: [Double], running: Bool)?>(nil)
     /// Packs whose cached copies wait in `unverified/` for ``verifyUnverifiedPacks()``.
     let unverified: [PackNumber]
     /// Which of the mount's served views this manager's pack numbers belong to: 1 at mount,
@@ -102,6 +104,7 @@ public final class ResourceManager: Sendable {
                                           maximumConcurrent: maximumConcurrentDownloads, observers: progressObservers,
                                           io: io, logger: logger, schedule: schedule)
         measureMetadata()
+        publishToStore()
     }
 
     /// The verified packs this manager accounts for: in a private cache all of them (those
@@ -112,7 +115,9 @@ public final class ResourceManager: Sendable {
     private static func ownedPacks(_ verified: [String: CachedPack], of manifest: Manifest, in store: PackStore) -> [String: CachedPack] {
         guard store.isShared else { return verified }
         let named = manifest.packs.map(\.sha256.hex)
-        store.recordReferences(named)
+        let base = Set(manifest.basePacks.map { Int($0.rawValue) })
+        // Priorities follow from the ledger once it exists (`publishToStore`).
+        store.recordReferences(named.enumerated().map { ($0.element, 0, base.contains($0.offset)) }, running: false)
         let ours = Set(named)
         let theirs = store.referencesOfOtherMounts()
         return verified.filter { ours.contains($0.key) || !theirs.contains($0.key) }

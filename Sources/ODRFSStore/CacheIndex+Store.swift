@@ -1,0 +1,115 @@
+import Foundation
+import GRDB
+
+/// The machine-wide store's shared books, in the store's index beside the packs' rows:
+/// every mount's reservations for the downloads it is running, and the log of evictions
+/// so that every mount learns which of its local packs another mount removed. Each check
+/// and reservation is one immediate transaction, so two mounts never both find room for
+/// the same bytes.
+extension CacheIndex {
+    static func registerStoreMigration(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v5: store") { db in
+            try db.create(table: "reservation") { table in
+                table.column("mount", .text).notNull()
+                table.column("sha256", .text).notNull()
+                table.column("bytes", .integer).notNull()
+                table.primaryKey(["mount", "sha256"])
+            }
+            try db.create(table: "eviction") { table in
+                table.autoIncrementedPrimaryKey("seq")
+                table.column("sha256", .text).notNull()
+            }
+        }
+    }
+
+    /// The bytes of every recorded pack (each counted once).
+    public func storedBytes() throws(StoreError) -> Int64 {
+        try access { db in try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(bytes), 0) FROM pack") ?? 0 }
+    }
+
+    /// Every recorded pack: content hash, bytes, last access.
+    public func storedPacks() throws(StoreError) -> [(sha256: String, bytes: Int64, lastAccess: Date?)] {
+        try access { db in
+            try Row.fetchAll(db, sql: "SELECT sha256, bytes, lastAccess FROM pack").map { row in
+                (row["sha256"] as String, row["bytes"] as Int64, row["lastAccess"] as Date?)
+            }
+        }
+    }
+
+    /// Drops the reservations of mounts not in `live` (they died: their downloads with
+    /// them) and returns the bytes the live ones reserved.
+    public func reservedBytes(liveMounts live: Set<String>) throws(StoreError) -> Int64 {
+        try access { db in
+            let mounts = try String.fetchAll(db, sql: "SELECT DISTINCT mount FROM reservation")
+            for mount in mounts where !live.contains(mount) {
+                try db.execute(sql: "DELETE FROM reservation WHERE mount = ?", arguments: [mount])
+            }
+            return try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(bytes), 0) FROM reservation") ?? 0
+        }
+    }
+
+    /// Reserves `bytes` for `mount`'s download of `sha256` if `fits` says the store has room
+    /// for them beside everything stored and reserved now (one immediate transaction).
+    /// Returns whether it reserved.
+    public func reserve(mount: String, sha256: String, bytes: Int64,
+                        fits: (_ stored: Int64, _ reserved: Int64) -> Bool) throws(StoreError) -> Bool {
+        try writeImmediately { db in
+                let stored = try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(bytes), 0) FROM pack") ?? 0
+                let reserved = try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(bytes), 0) FROM reservation") ?? 0
+                guard fits(stored, reserved) else { return false }
+                try db.execute(sql: "INSERT OR REPLACE INTO reservation (mount, sha256, bytes) VALUES (?, ?, ?)",
+                               arguments: [mount, sha256, bytes])
+                return true
+        }
+    }
+
+    /// Ends `mount`'s reservation for `sha256` (its download published or failed).
+    public func releaseReservation(mount: String, sha256: String) throws(StoreError) {
+        try access { db in
+            try db.execute(sql: "DELETE FROM reservation WHERE mount = ? AND sha256 = ?", arguments: [mount, sha256])
+        }
+    }
+
+    /// Records packs removed by a store-wide purge, for the other mounts to learn of.
+    public func recordEvictions(_ hashes: [String]) throws(StoreError) {
+        guard !hashes.isEmpty else { return }
+        try access { db in
+            for hash in hashes { try db.execute(sql: "INSERT INTO eviction (sha256) VALUES (?)", arguments: [hash]) }
+            // The log keeps its newest 100,000 entries: a mount further behind re-learns at its next open.
+            try db.execute(sql: "DELETE FROM eviction WHERE seq <= (SELECT MAX(seq) FROM eviction) - 100000")
+        }
+    }
+
+    /// Evictions after `seq` (all of them from 0), with the newest sequence number.
+    public func evictions(after seq: Int64) throws(StoreError) -> (hashes: [String], last: Int64) {
+        try access { db in
+            let rows = try Row.fetchAll(db, sql: "SELECT seq, sha256 FROM eviction WHERE seq > ? ORDER BY seq", arguments: [seq])
+            let newest = try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(seq), 0) FROM eviction") ?? 0
+            let last = rows.last.map { $0["seq"] as Int64 } ?? newest
+            return (rows.map { $0["sha256"] as String }, max(last, seq))
+        }
+    }
+
+    /// The newest eviction's sequence number (0 for none).
+    public func latestEviction() throws(StoreError) -> Int64 {
+        try access { db in try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(seq), 0) FROM eviction") ?? 0 }
+    }
+
+    /// One immediate transaction: the write lock is taken at its start, so what it read is
+    /// still true when it writes, whichever process writes beside it.
+    func writeImmediately<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
+        do {
+            return try databaseForStore.writeWithoutTransaction { db in
+                var result: T?
+                try db.inTransaction(.immediate) {
+                    result = try body(db)
+                    return .commit
+                }
+                guard let result else { throw DatabaseError(resultCode: .SQLITE_MISUSE, message: "the transaction returned nothing") }
+                return result
+            }
+        } catch {
+            throw StoreError(.io, "cache index \(path): \(error)")
+        }
+    }
+}
