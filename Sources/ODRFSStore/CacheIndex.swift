@@ -35,6 +35,10 @@ public final class CacheIndex: Sendable {
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
         }
         configuration.busyMode = .timeout(5)
+        // The index is its user's alone (a store's files are 0600): created so, before SQLite
+        // opens it, and its -wal and -shm files take the same mode.
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        if fd >= 0 { close(fd) }
         do {
             database = try DatabaseQueue(path: path, configuration: configuration)
             try Self.migrator.migrate(database)

@@ -159,4 +159,50 @@ struct StoreToolsTests {
         #expect(status["min_free"] as? Int == 1 << 30)
         #expect(try await fixture.unmount().status == 0)
     }
+
+    @Test("every mount of a store tells its subscribers low-disk-space when the store's min_free is not met")
+    func lowDiskSpaceFromTheStore() async throws {
+        let fixture = try MountFixture()
+        try await fixture.buildTestBundle()
+        let store = fixture.root + "/store", second = fixture.root + "/mnt2"
+        try FileManager.default.createDirectory(atPath: second, withIntermediateDirectories: true)
+        try await fixture.mount(store: store)
+        try await fixture.mount(at: second, store: store)
+        let outputs = [fixture.root + "/events1.jsonl", fixture.root + "/events2.jsonl"]
+        let followers = try zip([fixture.mountpoint, second], outputs).map { mountpoint, output in
+            try ChildProcess(MountFixture.binary, ["events", mountpoint, "--json"], stdout: output, stderr: output + ".err")
+        }
+        defer { for follower in followers { follower.stop() } }
+        try await Task.sleep(for: .milliseconds(500))
+        // More free space than any disk has: the store's floor is not met.
+        #expect(try await fixture.odrfs(["store", "config", "--store", store, "--min-free", "1P"]).status == 0)
+        for output in outputs {
+            #expect(await eventually(timeout: .seconds(15)) {
+                ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").contains("low-disk-space")
+            }, "a mount's subscribers were not told: \((try? String(contentsOfFile: output, encoding: .utf8)) ?? "")")
+        }
+        #expect(try await fixture.unmount(second).status == 0)
+        #expect(try await fixture.unmount().status == 0)
+    }
+
+    @Test("the store's directories are 0700 and its files 0600")
+    func modes() async throws {
+        let fixture = try MountFixture()
+        try await fixture.buildTestBundle()
+        let store = fixture.root + "/store"
+        try await fixture.mount(store: store)
+        #expect(FileManager.default.contents(atPath: fixture.mountpoint + "/big.bin") == Self.big)
+        #expect(try await fixture.odrfs(["store", "config", "--store", store, "--cache-size", "1G"]).status == 0)
+        var wrong: [String] = []
+        let walker = FileManager.default.enumerator(atPath: store)
+        while let relative = walker?.nextObject() as? String {
+            var info = stat()
+            guard lstat(store + "/" + relative, &info) == 0 else { continue }
+            let mode = info.st_mode & 0o777
+            let isDirectory = (info.st_mode & S_IFMT) == S_IFDIR
+            if (isDirectory && mode != 0o700) || (!isDirectory && mode != 0o600) { wrong.append("\(relative) \(String(mode, radix: 8))") }
+        }
+        #expect(wrong.isEmpty, "\(wrong)")
+        #expect(try await fixture.unmount().status == 0)
+    }
 }

@@ -153,7 +153,10 @@ public final class MountControlService: ControlService {
             var wasLow = false
             while !Task.isCancelled {
                 let cache = manager.cacheStatus()
-                if let minimum = cache.limits.minimumFree, let available = cache.availableBytes {
+                // The mount's own --min-free, else the store's (every mount of a store tells
+                // its subscribers when the store's filesystem runs low).
+                let storeMinimum = await manager.io.run { manager.storeMinimumFree() }
+                if let minimum = cache.limits.minimumFree ?? storeMinimum, let available = cache.availableBytes {
                     let isLow = available < minimum.value
                     if isLow && !wasLow {
                         continuation.yield(LowDiskSpaceEvent(availableBytes: available, minimumFree: minimum.value))

@@ -46,6 +46,13 @@ extension ResourceManager {
                                running: running)
     }
 
+    /// The store's `min_free` (`odrfs store config`), if this is a store mount and it has
+    /// one. Blocking (reads `store.json`): I/O executor only.
+    func storeMinimumFree() -> ByteCount? {
+        guard store.isShared, let configuration = try? StoreConfiguration.read(storeRoot: store.layout.root) else { return nil }
+        return configuration.minFree.map(ByteCount.init)
+    }
+
     /// Writes pending access times and counts to the cache index (batched: opens do
     /// not each cost a database write). Called by the purger and at shutdown.
     /// Blocking (SQLite): I/O executor only.
