@@ -8,7 +8,7 @@ source "$(dirname "$0")/as-root.sh"
 # nginx: the tests' origin and their caching proxy (proxy_cache); squid: the site's caching
 # forward proxy (MountSquidTests); curl: header checks; autofs: AutomountTests run their own
 # automount on a private master map (the system's autofs service is not needed).
-packages=(libfuse3-dev liburing-dev fuse3 attr pkg-config libsqlite3-dev libzstd-dev zstd ca-certificates nginx-light python3 gcc openssl curl squid autofs)
+packages=(libfuse3-dev liburing-dev fuse3 attr pkg-config libsqlite3-dev libzstd-dev zstd ca-certificates nginx-light python3 gcc openssl curl squid autofs fiu-utils)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

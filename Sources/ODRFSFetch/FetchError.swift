@@ -20,6 +20,8 @@ public struct FetchError: Error, CustomStringConvertible, Sendable {
         case noSpace
         /// Writing into the local cache failed.
         case localIO
+        /// The local cache's filesystem is read-only (EROFS: remounted so after errors).
+        case readOnlyCache
         /// The daemon is out of file descriptors (EMFILE/ENFILE) and cannot open a cached pack.
         case tooManyOpenFiles
         /// The waiting caller gave up (FUSE interrupt or task cancellation).

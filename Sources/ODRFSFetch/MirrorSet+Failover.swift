@@ -79,7 +79,7 @@ extension MirrorSet {
                         throw .fatal(error)
                     }
                     switch error.kind {
-                    case .cancelled, .localIO, .noSpace, .tooManyOpenFiles, .invalidOrigin, .unsupported: throw .fatal(error)
+                    case .cancelled, .localIO, .noSpace, .readOnlyCache, .tooManyOpenFiles, .invalidOrigin, .unsupported: throw .fatal(error)
                     case .unreachable, .notFound, .unauthorized, .corrupt: break
                     }
                     if member.record.snapshot.isReachable != false {

@@ -50,7 +50,7 @@ extension TemporaryFile: DownloadSinkFile {
 extension StoreError {
     /// How a download reports a failure of the cache: out of space, or local I/O.
     var fetchError: FetchError {
-        FetchError(kind == .noSpace ? .noSpace : .localIO, "cache: \(message)")
+        FetchError(kind == .noSpace ? .noSpace : kind == .readOnly ? .readOnlyCache : .localIO, "cache: \(message)")
     }
 }
 

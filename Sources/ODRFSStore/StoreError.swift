@@ -8,6 +8,8 @@ public struct StoreError: Error, CustomStringConvertible, Sendable {
         case noSpace
         /// Another mount already uses this cache directory.
         case locked
+        /// The filesystem holding the cache is read-only (EROFS).
+        case readOnly
         /// Any other I/O failure.
         case io
     }
@@ -23,7 +25,7 @@ public struct StoreError: Error, CustomStringConvertible, Sendable {
     /// An error for a failed system call on `path`, classified by `errno`.
     static func system(_ operation: String, path: String, errno code: Int32 = errno) -> StoreError {
         let reason = String(cString: strerror(code))
-        let kind: Kind = (code == ENOSPC || code == EDQUOT) ? .noSpace : .io
+        let kind: Kind = (code == ENOSPC || code == EDQUOT) ? .noSpace : code == EROFS ? .readOnly : .io
         return StoreError(kind, "\(operation) \(path): \(reason)")
     }
 

@@ -191,7 +191,7 @@ public final class MountControlService: ControlService {
             case .noSpace: return ControlError(.outOfSpace, error.description)
             case .cancelled: return ControlError(.cancelled, error.description)
             case .unreachable, .unauthorized, .invalidOrigin, .unsupported: return ControlError(.originUnreachable, error.description)
-            case .notFound, .corrupt, .localIO, .tooManyOpenFiles: return ControlError(.resourceUnavailable, error.description)
+            case .notFound, .corrupt, .localIO, .readOnlyCache, .tooManyOpenFiles: return ControlError(.resourceUnavailable, error.description)
             }
         }
     }

@@ -83,6 +83,7 @@ extension FetchError.Kind {
         case .corrupt: "corrupt"
         case .noSpace: "no-space"
         case .localIO: "local-io"
+        case .readOnlyCache: "read-only-cache"
         case .tooManyOpenFiles: "too-many-open-files"
         case .cancelled: "cancelled"
         }
