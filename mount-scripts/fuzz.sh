@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 
 seconds="${1:-20}"
 [[ "$seconds" =~ ^[0-9]+$ && "$seconds" -gt 0 ]] || { echo "usage: $0 [SECONDS]" >&2; exit 2; }
-targets="${FUZZ_TARGETS:-manifest fileindex httpdate headers multipart control tagspec signature frames trace mounttable options originurl requestpath bundleconf}"
+targets="${FUZZ_TARGETS:-manifest fileindex httpdate headers multipart control tagspec signature frames trace mounttable options originurl requestpath bundleconf storefiles}"
 
 start=$(date +%s)
 swift build --package-path Fuzz -Xswiftc -sanitize=fuzzer,address

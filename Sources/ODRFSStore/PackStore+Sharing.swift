@@ -150,9 +150,7 @@ extension PackStore {
     /// (``StorePurgePlan``). Blocking (a write and a rename): on the I/O executor.
     public func recordReferences(_ packs: [(sha256: String, priority: Double, isBase: Bool)], running: Bool) {
         guard isShared else { return }
-        var text = running ? "running\n" : "idle\n"
-        text.reserveCapacity(packs.count * 80)
-        for pack in packs { text += pack.sha256 + " " + String(pack.priority) + (pack.isBase ? " base\n" : " -\n") }
+        let text = MountReferences.text(packs, running: running)
         let temporary = layout.referencesFile + ".new"
         guard FileManager.default.createFile(atPath: temporary, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]),
               rename(temporary, layout.referencesFile) == 0 else {
@@ -177,12 +175,10 @@ extension PackStore {
             if !includingThisMount && name == mountID?.rawValue { continue }
             let directory = layout.mountsDirectory + "/" + name
             guard name == mountID?.rawValue || Self.isLive(mountDirectory: directory),
-                  let data = Self.boundedContents(of: directory + "/references", limit: Self.referencesLimit) else { continue }
-            let record = Self.boundedContents(of: directory + "/mount.json", limit: MountRecord.limit)
-                .flatMap { try? JSONDecoder().decode(MountRecord.self, from: $0) }
-            var bundle = Self.parseReferences(data)
-            bundle.key = record?.bundle ?? name
-            bundles.append(bundle)
+                  let data = Self.boundedContents(of: directory + "/references", limit: MountReferences.limit) else { continue }
+            let record = Self.boundedContents(of: directory + "/mount.json", limit: MountRecord.limit).flatMap(MountRecord.init(parsing:))
+            let references = MountReferences(parsing: data)
+            bundles.append(StorePurgePlan.MountedBundle(key: record?.bundle ?? name, running: references.running, packs: references.packs))
         }
         return bundles
     }
@@ -193,26 +189,6 @@ extension PackStore {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: layout.mountsDirectory)) ?? []
         return names.filter { $0 == mountID.rawValue || Self.isLive(mountDirectory: layout.mountsDirectory + "/" + $0) }
     }
-
-    /// Parses a `references` file: a first line `running` or `idle`, then one pack a line,
-    /// `<sha256> <priority> <base|->`. Malformed lines are skipped (outside input).
-    static func parseReferences(_ data: Data) -> StorePurgePlan.MountedBundle {
-        var bundle = StorePurgePlan.MountedBundle(key: "", running: false, packs: [:])
-        for (number, line) in String(decoding: data, as: UTF8.self).split(separator: "\n").enumerated() {
-            if number == 0, line == "running" || line == "idle" {
-                bundle.running = line == "running"
-                continue
-            }
-            let fields = line.split(separator: " ")
-            guard let first = fields.first, let hash = ContentHash(hex: String(first)) else { continue }
-            let priority = fields.count > 1 ? Double(fields[1]).flatMap { $0.isFinite ? $0 : nil } ?? 0 : 0
-            bundle.packs[hash.hex] = (priority, fields.count > 2 && fields[2] == "base")
-        }
-        return bundle
-    }
-
-    /// 64 MiB: a million packs' hashes; a larger file under `mounts/` was not written by us.
-    static let referencesLimit = 64 << 20
 
     // MARK: Dead mounts
 

@@ -121,9 +121,9 @@ public struct StoreInventory: Sendable {
             let directory = root + "/mounts/" + name
             guard PackStore.isLive(mountDirectory: directory),
                   let data = PackStore.boundedContents(of: directory + "/mount.json", limit: MountRecord.limit),
-                  let record = try? JSONDecoder().decode(MountRecord.self, from: data) else { continue }
-            let references = PackStore.boundedContents(of: directory + "/references", limit: PackStore.referencesLimit)
-                .map { Set(PackStore.parseReferences($0).packs.keys) } ?? []
+                  let record = MountRecord(parsing: data) else { continue }
+            let references = PackStore.boundedContents(of: directory + "/references", limit: MountReferences.limit)
+                .map { Set(MountReferences(parsing: $0).packs.keys) } ?? []
             mounts.append((record, references))
         }
         return mounts

@@ -1,49 +1,7 @@
 import Foundation
 import ODRFSCore
 
-/// What a live mount of a store says about itself in `mounts/<id>/mount.json`, for the
-/// operator's tools (`odrfs store status`): written once at mount, read bounded.
-public struct MountRecord: Codable, Sendable, Equatable {
-    public var pid: Int32
-    public var mountpoint: String
-    public var origin: String
-    /// The bundle's directory name in the store (``CacheLayout/bundleKey(forOrigin:)``).
-    public var bundle: String
-    public var started: Date
-
-    public init(pid: Int32, mountpoint: String, origin: String, bundle: String, started: Date) {
-        self.pid = pid
-        self.mountpoint = mountpoint
-        self.origin = origin
-        self.bundle = bundle
-        self.started = started
-    }
-
-    /// 64 KiB: a record is a few hundred bytes; a larger file was not written by a mount.
-    static let limit = 64 << 10
-}
-
-/// The store's own limits, set by `odrfs store config` and kept in `<store>/store.json`:
-/// every mount of the store obeys them.
-public struct StoreConfiguration: Codable, Sendable, Equatable {
-    /// Bytes of objects the store keeps at most; nil for no limit.
-    public var cacheSize: Int64?
-    /// Bytes to keep free on the store's filesystem; nil for none.
-    public var minFree: Int64?
-
-    enum CodingKeys: String, CodingKey {
-        case cacheSize = "cache_size"
-        case minFree = "min_free"
-    }
-
-    public init(cacheSize: Int64? = nil, minFree: Int64? = nil) {
-        self.cacheSize = cacheSize
-        self.minFree = minFree
-    }
-
-    static let fileName = "store.json"
-    static let limit = 4 << 10
-
+extension StoreConfiguration {
     /// Reads the store's configuration; an absent file is the default (no limits), a
     /// damaged one an error naming it. Blocking: on an I/O executor or in a command.
     public static func read(storeRoot root: String) throws(StoreError) -> StoreConfiguration {
@@ -52,8 +10,7 @@ public struct StoreConfiguration: Codable, Sendable, Equatable {
             if access(path, F_OK) != 0 { return StoreConfiguration() }
             throw StoreError(.io, "cannot read \(path) (at most \(limit) bytes)")
         }
-        guard let configuration = try? JSONDecoder().decode(StoreConfiguration.self, from: data),
-              configuration.cacheSize.map({ $0 >= 0 }) ?? true, configuration.minFree.map({ $0 >= 0 }) ?? true else {
+        guard let configuration = StoreConfiguration(parsing: data) else {
             throw StoreError(.io, "\(path) is not a store configuration (JSON with cache_size and min_free, non-negative)")
         }
         return configuration

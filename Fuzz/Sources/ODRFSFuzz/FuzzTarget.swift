@@ -37,6 +37,8 @@ enum FuzzTarget: String, CaseIterable, Sendable {
     case bundleconf
     /// A request target sent to `odrfs serve`, checked before any file is looked up.
     case requestpath
+    /// A store's `mount.json`, `references` and `store.json`, which every mount of it reads.
+    case storefiles
 
     /// The target named by ODRFS_FUZZ_TARGET; the process exits with a usage message if none.
     static let selected: FuzzTarget = {
@@ -66,6 +68,7 @@ enum FuzzTarget: String, CaseIterable, Sendable {
         case .originurl: OriginURLTarget.run(String(decoding: bytes, as: UTF8.self))
         case .requestpath: RequestPathTarget.run(String(decoding: bytes, as: UTF8.self))
         case .bundleconf: BundleConfTarget.run(bytes)
+        case .storefiles: StoreFilesTarget.run(bytes)
         }
     }
 }

@@ -1,0 +1,1 @@
+../../../../Sources/ODRFSStore/StoreFileFormats.swift
