@@ -112,6 +112,7 @@ http {{
   server {{
     listen 127.0.0.1:{port};
     location /dist/ {{ alias {A.work}/dist/; }}
+    location ~ ^/store-(\\d+)/(.*)$ {{ alias {A.work}/dist/$2; }}
     location /s1/ {{ alias {s1_dir()}/dist/; }}
     location /src/ {{ alias {A.work}/src/; autoindex on; }}
   }}
@@ -187,6 +188,14 @@ class ODRFS(FuseMount):
 
     def command(self):
         return [A.binary, "mount", self.origin + "/dist/", self.root, "--cache", self.cache, "--foreground"]
+
+
+class ODRFSStoreMount(ODRFS):
+    """The same mount through a machine-wide store (`--store`, a fresh store per cold mount)."""
+    name = "odrfs-store"
+
+    def command(self):
+        return [A.binary, "mount", self.origin + "/dist/", self.root, "--store", self.cache, "--foreground"]
 
 
 class Rclone(FuseMount):
@@ -511,6 +520,72 @@ def run_update(origin):
 
 # --- the table
 
+def run_store(origin):
+    """S2: 20 bundles on one store. Each bundle is the benchmark's dist dir under its own
+    origin URL (/store-N/), so every pack is shared: the 20th mount's time, each daemon's
+    VmRSS, the origin requests of mounts 2-20 reading Levels/1 (0 if the store deduplicates),
+    then one store-wide purge decision over 100,000 recorded objects (the daemon logs it)."""
+    store, r, mounts = f"{A.work}/s2-store", {}, []
+    os.makedirs(store, exist_ok=True)
+    drop_caches()
+    try:
+        times = []
+        for n in range(1, 21):
+            root = f"{A.work}/s2-mnt-{n}"
+            os.makedirs(root, exist_ok=True)
+            t = time.perf_counter()
+            p = start([A.binary, "mount", f"{origin}/store-{n}/", root, "--store", store, "--foreground"], root,
+                      log=f"{A.work}/s2-{n}.log")
+            wait_for(lambda: os.path.ismount(root) or p.poll() is not None, 120, f"S2 mount {n}")
+            times.append(time.perf_counter() - t)
+            mounts.append((p, root))
+            if n == 1:
+                read_all(level_files(root, 1))
+        mark = log_mark()
+        for _, root in mounts[1:]:
+            read_all(level_files(root, 1))
+        r["S2 requests"] = len(requests_since(mark, r"^/store-"))
+        r["S2 mount 1"], r["S2 mount 20"] = times[0], times[-1]
+        rss = [vmrss(p.pid) for p, _ in mounts]
+        r["S2 rss mean"], r["S2 rss max"] = statistics.mean(rss), max(rss)
+        # 100,000 objects in the store's index (rows only: the decision reads rows and the
+        # mounts' references), a budget below what is stored, and a wait for the log line.
+        import sqlite3
+        db = sqlite3.connect(f"{store}/index.sqlite", timeout=30)
+        with db:
+            db.executemany("INSERT OR IGNORE INTO pack (sha256, packID, bytes, firstFetch, lastAccess, accessCount, fileSize, "
+                           "fileModifiedNanoseconds, fileInode, chunkList) VALUES (?, 'synthetic', 4096, '2026-01-01 00:00:00.000', ?, 0, 4096, 0, 0, NULL)",
+                           [(f"{i:064x}", f"2026-01-01 00:{(i // 60) % 60:02d}:{i % 60:02d}.000") for i in range(100_000)])
+        db.close()
+        sh(A.binary, "store", "config", "--store", store, "--cache-size", "100M")
+        log = f"{A.work}/s2-1.log"
+        wait_for(lambda: "store purge decision" in open(log).read(), 30, "a store purge decision")
+        line = [l for l in open(log) if "store purge decision" in l][0]
+        field = lambda name: float(re.search(name + r"=([0-9.]+)", line).group(1))
+        r["S2 decision ms"], r["S2 reads ms"], r["S2 objects"] = field("decision.ms"), field("reads.ms"), int(field("objects"))
+    finally:
+        for p, root in mounts:
+            stop(p, root)
+    return r
+
+
+def store_table(res, s2):
+    """W1, W2, W7 with a private cache and through a store (same binary, same run), and S2."""
+    print("\nOne store for the machine (issue 23):\n")
+    rows = [("| workload", "private cache", "store", "store / private |"), ("|---", "---", "---", "--- |")]
+    for key, unit in [("W1", "s"), ("W2", "s"), ("W7", "s")]:
+        a, b = res.get("odrfs", {}).get(key), res.get("odrfs-store", {}).get(key)
+        if a is not None and b is not None:
+            rows.append((f"| {key} ({unit})", f"{a:.3f}", f"{b:.3f}", f"{b / a:.2f}x |"))
+    for cells in rows:
+        print(" | ".join(cells))
+    if s2:
+        print(f"\nS2, 20 bundles on one store: mount of the 1st {s2['S2 mount 1']:.2f} s, of the 20th {s2['S2 mount 20']:.2f} s; "
+              f"daemon VmRSS mean {s2['S2 rss mean']:.0f} MiB, max {s2['S2 rss max']:.0f} MiB; origin requests of mounts 2-20 "
+              f"reading Levels/1: {s2['S2 requests']}; one store purge decision over {s2['S2 objects']:,} objects: "
+              f"{s2['S2 decision ms']:.1f} ms (plus {s2['S2 reads ms']:.1f} ms reading the index and the mounts' references; goal <= 10 ms)")
+
+
 def table(res, scale, has_rclone, update=None):
     cols = ["native", "odrfs", "rclone"] if has_rclone else ["native", "odrfs"]
     nat, od = res["native"], res["odrfs"]
@@ -605,7 +680,8 @@ def main():
     ap.add_argument("--compress", default=None, help="odrfs build --compress (zstd[:LEVEL] or none; default: the builder's)")
     ap.add_argument("--chunk-size", default=None, help="odrfs build --chunk-size (e.g. 64K; default: the builder's)")
     ap.add_argument("--only", type=lambda v: set(v.upper().split(",")), default=None,
-                    help="comma list of W1 (with W2), W3 (with W4, W5), W6, W7, S1, W8")
+                    help="comma list of W1 (with W2), W3 (with W4, W5), W6, W7, S1, W8, S2 (20 bundles on one store; "
+                         "also runs the other workloads through a store)")
     ap.add_argument("--s1-dir", default=None, help="keep S1's tree and dist dir here and reuse them in later runs")
     ap.add_argument("--listing-modes", type=lambda v: v.split(","), default=None,
                     help="walk W6's tree and S1 through a mount per ODRFS_READDIRPLUS mode "
@@ -625,6 +701,8 @@ def main():
         systems = [Native(), ODRFS(origin)]
         if not A.no_rclone and shutil.which("rclone"):
             systems.append(Rclone(origin))
+        if want("S2"):
+            systems.append(ODRFSStoreMount(origin))
         res = {}
         for s in systems:
             say(f"workloads on {s.name}")
@@ -642,6 +720,10 @@ def main():
         if A.listing_modes:
             say("listings per readdirplus mode")
             listing = run_listing(origin)
+        s2 = None
+        if want("S2"):
+            say("S2: 20 bundles on one store")
+            s2 = run_store(origin)
         update = None
         if want("W8"):
             say("W8 update")   # last: it changes the source tree and the dist dir
@@ -649,7 +731,9 @@ def main():
         say("done")
         print(f"\nODRFS benchmark: latency {A.latency_ms} ms per request, {'quick' if A.quick else 'full'} dataset, "
               f"{os.cpu_count()} CPUs, kernel {os.uname().release}\n")
-        table(res, scale, len(systems) == 3, update)
+        table(res, scale, "rclone" in res, update)
+        if want("S2"):
+            store_table(res, s2)
         if listing:
             listing_table(listing)
     finally:

@@ -26,14 +26,22 @@ extension Purger {
     @discardableResult
     func purgeStore(extra: Int64 = 0) -> Int64 {
         guard let limits = storeLimits() else { return 0 }
+        let readStarted = ContinuousClock.now
         let live = Set(store.liveMountIDs())
         guard let stored = try? store.index.storedBytes(), let reserved = try? store.index.reservedBytes(liveMounts: live) else { return 0 }
         let available = limits.minimumFree != nil ? store.availableBytes() : nil
         let needed = limits.bytesToFree(cached: stored, reserved: reserved.saturatingAdd(extra), available: available)
         guard needed > 0, let objects = try? store.index.storedPacks() else { return 0 }
         let bundles = store.mountedBundles()
-        let plan = StorePurgePlan.victims(freeing: needed, objects: objects.map { StorePurgePlan.Object(sha256: $0.sha256, bytes: $0.bytes, lastAccess: $0.lastAccess) },
-                                          bundles: bundles)
+        let candidates = objects.map { StorePurgePlan.Object(sha256: $0.sha256, bytes: $0.bytes, lastAccess: $0.lastAccess) }
+        let decided = ContinuousClock.now
+        let plan = StorePurgePlan.victims(freeing: needed, objects: candidates, bundles: bundles)
+        let milliseconds = { (duration: Duration) in Double(duration.components.attoseconds) / 1e15 + Double(duration.components.seconds) * 1000 }
+        logger.info("store purge decision", metadata: [
+            "objects": "\(objects.count)", "bundles": "\(bundles.count)", "victims": "\(plan.count)", "needed": "\(needed)",
+            "decision.ms": "\(String(format: "%.2f", milliseconds(ContinuousClock.now - decided)))",
+            "reads.ms": "\(String(format: "%.2f", milliseconds(decided - readStarted)))",
+        ])
         var freed: Int64 = 0
         var evicted: [String] = []
         for victim in plan where freed < needed {
