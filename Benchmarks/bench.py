@@ -563,6 +563,7 @@ def run_store(origin):
         line = [l for l in open(log) if "store purge decision" in l][0]
         field = lambda name: float(re.search(name + r"=([0-9.]+)", line).group(1))
         r["S2 decision ms"], r["S2 reads ms"], r["S2 objects"] = field("decision.ms"), field("reads.ms"), int(field("objects"))
+        r["S2 victims"] = int(field("victims"))
     finally:
         for p, root in mounts:
             stop(p, root)
@@ -583,7 +584,7 @@ def store_table(res, s2):
         print(f"\nS2, 20 bundles on one store: mount of the 1st {s2['S2 mount 1']:.2f} s, of the 20th {s2['S2 mount 20']:.2f} s; "
               f"daemon VmRSS mean {s2['S2 rss mean']:.0f} MiB, max {s2['S2 rss max']:.0f} MiB; origin requests of mounts 2-20 "
               f"reading Levels/1: {s2['S2 requests']}; one store purge decision over {s2['S2 objects']:,} objects: "
-              f"{s2['S2 decision ms']:.1f} ms (plus {s2['S2 reads ms']:.1f} ms reading the index and the mounts' references; goal <= 10 ms)")
+              f"{s2['S2 decision ms']:.1f} ms choosing {s2['S2 victims']:,} victims (plus {s2['S2 reads ms']:.1f} ms reading the index and the mounts' references; goal <= 10 ms)")
 
 
 def table(res, scale, has_rclone, update=None):

@@ -30,9 +30,14 @@ extension CacheIndex {
     /// Every recorded pack: content hash, bytes, last access.
     public func storedPacks() throws(StoreError) -> [(sha256: String, bytes: Int64, lastAccess: Date?)] {
         try access { db in
-            try Row.fetchAll(db, sql: "SELECT sha256, bytes, lastAccess FROM pack").map { row in
-                (row["sha256"] as String, row["bytes"] as Int64, row["lastAccess"] as Date?)
+            // The date as seconds computed by SQLite (GRDB's text dates cost a parse each).
+            let rows = try Row.fetchCursor(db, sql: "SELECT sha256, bytes, (julianday(lastAccess) - 2440587.5) * 86400.0 FROM pack")
+            var packs: [(sha256: String, bytes: Int64, lastAccess: Date?)] = []
+            while let row = try rows.next() {
+                let seconds: Double? = row[2]
+                packs.append((row[0], row[1], seconds.flatMap { $0.isFinite ? Date(timeIntervalSince1970: $0) : nil }))
             }
+            return packs
         }
     }
 

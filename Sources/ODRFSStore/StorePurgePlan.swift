@@ -56,85 +56,86 @@ public enum StorePurgePlan {
         public var purgeClass: Class
         /// The bundle whose queue gave it (nil for class 1).
         public var bundle: String?
-        public var rule: String
+        /// Its preservation priority in that bundle (nil for class 1).
+        public var priority: Double?
+        public var lastAccess: Date?
+
+        /// The rule of the order that chose it, for logs and events (formatted on demand:
+        /// a plan may hold tens of thousands of victims).
+        public var rule: String {
+            guard let bundle else { return "not named by any mounted revision, least recently used first" }
+            let used = lastAccess.map { $0.formatted(.iso8601) } ?? "never"
+            return (purgeClass == .idleBundle ? "bundle \(bundle) not running" : "bundle \(bundle) running")
+                + ": its lowest preservation priority first (\(priority ?? 0)), then least recently used (last access \(used)); bundles merged by last use"
+        }
     }
 
     /// Victims, in order, until they add up to `needed` bytes (all candidates if they hold less).
-    /// O(n log n + n · b) in the packs n and the mounted bundles b.
+    /// O(n log n + v · b) in the packs n, the victims v and the mounted bundles b.
     public static func victims(freeing needed: Int64, objects: [Object], bundles: [MountedBundle]) -> [Victim] {
         guard needed > 0 else { return [] }
-        var referencedBy: [String: [Int]] = [:]
-        var protected: Set<String> = []
-        for (position, bundle) in bundles.enumerated() {
-            for (hash, entry) in bundle.packs {
-                referencedBy[hash, default: []].append(position)
-                if entry.isBase { protected.insert(hash) }
+        // Positions instead of strings and dates from here on: 100,000 objects in milliseconds.
+        let used = objects.map { $0.lastAccess?.timeIntervalSince1970 ?? -.infinity }
+        var referencedBy: [[Int32]] = Array(repeating: [], count: objects.count)
+        var protected = [Bool](repeating: false, count: objects.count)
+        var position: [String: Int] = [:]
+        position.reserveCapacity(objects.count)
+        for (index, object) in objects.enumerated() { position[object.sha256] = index }
+        for (bundle, mounted) in bundles.enumerated() {
+            for (hash, entry) in mounted.packs {
+                guard let index = position[hash] else { continue }
+                referencedBy[index].append(Int32(bundle))
+                if entry.isBase { protected[index] = true }
             }
         }
+        let older = { (a: Int, b: Int) -> Bool in used[a] != used[b] ? used[a] < used[b] : objects[a].sha256 < objects[b].sha256 }
         var victims: [Victim] = []
         var freed: Int64 = 0
-        func take(_ object: Object, _ purgeClass: Class, bundle: String?, rule: String) -> Bool {
-            victims.append(Victim(sha256: object.sha256, bytes: object.bytes, purgeClass: purgeClass, bundle: bundle, rule: rule))
+        var taken = [Bool](repeating: false, count: objects.count)
+        func take(_ index: Int, _ purgeClass: Class, bundle: Int?) -> Bool {
+            taken[index] = true
+            let object = objects[index]
+            victims.append(Victim(sha256: object.sha256, bytes: object.bytes, purgeClass: purgeClass, bundle: bundle.map { bundles[$0].key },
+                                  priority: bundle.flatMap { bundles[$0].packs[object.sha256]?.priority }, lastAccess: object.lastAccess))
             let (sum, overflow) = freed.addingReportingOverflow(object.bytes)
             freed = overflow ? .max : sum
             return freed >= needed
         }
-        let unreferenced = objects.filter { referencedBy[$0.sha256] == nil }.sorted(by: olderFirst)
-        for object in unreferenced {
-            if take(object, .unreferenced, bundle: nil, rule: "not named by any mounted revision, least recently used first") { return victims }
+        for index in objects.indices.filter({ referencedBy[$0].isEmpty }).sorted(by: older) {
+            if take(index, .unreferenced, bundle: nil) { return victims }
         }
         for purgeClass in [Class.idleBundle, .runningBundle] {
             // Each bundle's queue: its packs of this class, its lowest priority first, then LRU.
-            var queues: [(bundle: Int, items: [(object: Object, priority: Double)])] = []
-            var members: [Int: [(object: Object, priority: Double)]] = [:]
-            for object in objects where !protected.contains(object.sha256) {
-                guard let positions = referencedBy[object.sha256] else { continue }
-                let running = positions.contains { bundles[$0].running }
+            var queues: [[(index: Int, priority: Double)]] = Array(repeating: [], count: bundles.count)
+            for index in objects.indices where !protected[index] && !referencedBy[index].isEmpty && !taken[index] {
+                let running = referencedBy[index].contains { bundles[Int($0)].running }
                 guard (running ? Class.runningBundle : .idleBundle) == purgeClass else { continue }
-                for position in positions {
-                    members[position, default: []].append((object, bundles[position].packs[object.sha256]?.priority ?? 0))
+                for bundle in referencedBy[index] {
+                    queues[Int(bundle)].append((index, bundles[Int(bundle)].packs[objects[index].sha256]?.priority ?? 0))
                 }
             }
-            for (position, items) in members.sorted(by: { $0.key < $1.key }) {
-                queues.append((position, items.sorted { a, b in
-                    a.priority != b.priority ? a.priority < b.priority : olderFirst(a.object, b.object)
-                }))
+            for bundle in queues.indices {
+                queues[bundle].sort { a, b in a.priority != b.priority ? a.priority < b.priority : older(a.index, b.index) }
             }
             var heads = Array(repeating: 0, count: queues.count)
-            var taken = Set(victims.map(\.sha256))
             while true {
                 // The queue whose head was used longest ago goes next.
                 var best: Int?
                 for queue in queues.indices {
-                    while heads[queue] < queues[queue].items.count, taken.contains(queues[queue].items[heads[queue]].object.sha256) { heads[queue] += 1 }
-                    guard heads[queue] < queues[queue].items.count else { continue }
+                    while heads[queue] < queues[queue].count, taken[queues[queue][heads[queue]].index] { heads[queue] += 1 }
+                    guard heads[queue] < queues[queue].count else { continue }
                     if let current = best {
-                        if olderFirst(queues[queue].items[heads[queue]].object, queues[current].items[heads[current]].object) { best = queue }
+                        if older(queues[queue][heads[queue]].index, queues[current][heads[current]].index) { best = queue }
                     } else {
                         best = queue
                     }
                 }
                 guard let chosen = best else { break }
-                let item = queues[chosen].items[heads[chosen]]
+                let item = queues[chosen][heads[chosen]]
                 heads[chosen] += 1
-                taken.insert(item.object.sha256)
-                let bundle = bundles[queues[chosen].bundle].key
-                let used = item.object.lastAccess.map { $0.formatted(.iso8601) } ?? "never"
-                let rule = (purgeClass == .idleBundle ? "bundle \(bundle) not running" : "bundle \(bundle) running")
-                    + ": its lowest preservation priority first (\(item.priority)), then least recently used (last access \(used)); bundles merged by last use"
-                if take(item.object, purgeClass, bundle: bundle, rule: rule) { return victims }
+                if take(item.index, purgeClass, bundle: chosen) { return victims }
             }
         }
         return victims
-    }
-
-    /// Never used first, then the oldest use, then by hash (a stable order).
-    static func olderFirst(_ a: Object, _ b: Object) -> Bool {
-        switch (a.lastAccess, b.lastAccess) {
-        case (nil, nil): return a.sha256 < b.sha256
-        case (nil, _): return true
-        case (_, nil): return false
-        case (let x?, let y?): return x != y ? x < y : a.sha256 < b.sha256
-        }
     }
 }
