@@ -76,7 +76,7 @@ public enum StorePurgePlan {
         guard needed > 0 else { return [] }
         // Positions instead of strings and dates from here on: 100,000 objects in milliseconds.
         let used = objects.map { $0.lastAccess?.timeIntervalSince1970 ?? -.infinity }
-        var referencedBy: [[Int32]] = Array(repeating: [], count: objects.count)
+        var referencedBy: [[(bundle: Int32, priority: Double)]] = Array(repeating: [], count: objects.count)
         var protected = [Bool](repeating: false, count: objects.count)
         var position: [String: Int] = [:]
         position.reserveCapacity(objects.count)
@@ -84,19 +84,21 @@ public enum StorePurgePlan {
         for (bundle, mounted) in bundles.enumerated() {
             for (hash, entry) in mounted.packs {
                 guard let index = position[hash] else { continue }
-                referencedBy[index].append(Int32(bundle))
+                referencedBy[index].append((Int32(bundle), entry.priority))
                 if entry.isBase { protected[index] = true }
             }
         }
-        let older = { (a: Int, b: Int) -> Bool in used[a] != used[b] ? used[a] < used[b] : objects[a].sha256 < objects[b].sha256 }
+        // Ties (equal last use) in the index's order: no string comparisons in the sorts.
+        let older = { (a: Int, b: Int) -> Bool in used[a] != used[b] ? used[a] < used[b] : a < b }
         var victims: [Victim] = []
         var freed: Int64 = 0
         var taken = [Bool](repeating: false, count: objects.count)
         func take(_ index: Int, _ purgeClass: Class, bundle: Int?) -> Bool {
             taken[index] = true
             let object = objects[index]
+            let priority = bundle.flatMap { chosen in referencedBy[index].first { Int($0.bundle) == chosen }?.priority }
             victims.append(Victim(sha256: object.sha256, bytes: object.bytes, purgeClass: purgeClass, bundle: bundle.map { bundles[$0].key },
-                                  priority: bundle.flatMap { bundles[$0].packs[object.sha256]?.priority }, lastAccess: object.lastAccess))
+                                  priority: priority, lastAccess: object.lastAccess))
             let (sum, overflow) = freed.addingReportingOverflow(object.bytes)
             freed = overflow ? .max : sum
             return freed >= needed
@@ -108,11 +110,9 @@ public enum StorePurgePlan {
             // Each bundle's queue: its packs of this class, its lowest priority first, then LRU.
             var queues: [[(index: Int, priority: Double)]] = Array(repeating: [], count: bundles.count)
             for index in objects.indices where !protected[index] && !referencedBy[index].isEmpty && !taken[index] {
-                let running = referencedBy[index].contains { bundles[Int($0)].running }
+                let running = referencedBy[index].contains { bundles[Int($0.bundle)].running }
                 guard (running ? Class.runningBundle : .idleBundle) == purgeClass else { continue }
-                for bundle in referencedBy[index] {
-                    queues[Int(bundle)].append((index, bundles[Int(bundle)].packs[objects[index].sha256]?.priority ?? 0))
-                }
+                for entry in referencedBy[index] { queues[Int(entry.bundle)].append((index, entry.priority)) }
             }
             for bundle in queues.indices {
                 queues[bundle].sort { a, b in a.priority != b.priority ? a.priority < b.priority : older(a.index, b.index) }

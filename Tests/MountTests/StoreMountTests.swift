@@ -176,4 +176,42 @@ struct StoreMountTests {
             #expect(try await fixture.unmount().status == 0)
         }
     }
+
+    @Test("kill -9 of one daemon mid-download while another mount reads: the survivor reads right, the store's books stay right, the killed one remounts and reads")
+    func killedMidDownload() async throws {
+        let fixture = try MountFixture()
+        try await fixture.buildTestBundle()
+        let store = fixture.root + "/store", second = fixture.root + "/mnt2"
+        try FileManager.default.createDirectory(atPath: second, withIntermediateDirectories: true)
+        try await Self.withOrigin(fixture.dist) { origin in
+            let bigPack = try Self.packPath(fixture, "Big")
+            // The first mount's download of Big stalls half-way, on every attempt.
+            origin.script(bigPack, Array(repeating: .trickle(after: 1_000_000), count: 1000))
+            try await fixture.mount(origin: origin.baseURL, store: store)
+            try await fixture.mount(at: second, origin: fixture.dist, store: store)
+            let reader = try ChildProcess("/bin/cat", [fixture.mountpoint + "/big.bin"], stdout: "/dev/null", stderr: fixture.root + "/cat.err")
+            defer { reader.stop() }
+            #expect(await eventually(timeout: .seconds(10)) { !origin.requests(of: bigPack).isEmpty }, "the download never started")
+            let pid = try #require(fixture.daemonPID())
+            #expect(kill(pid, SIGKILL) == 0)
+            var waited = 0
+            while kill(pid, 0) == 0, waited < 500 {
+                usleep(10_000)
+                waited += 1
+            }
+            // The survivor downloads and reads beside it.
+            #expect(FileManager.default.contents(atPath: second + "/levels/1/map.dat") == Data(TestBundle.files["levels/1/map.dat"]!))
+            // The books match the disk: no row without its file, no file without its row.
+            let check = try await fixture.odrfs(["store", "fsck", "--store", store])
+            #expect(check.status == 0, "\(check.output)")
+            // The killed mount comes back (its dead FUSE mount detached first) and reads.
+            _ = umount2(fixture.mountpoint, Int32(MNT_DETACH))
+            origin.script(bigPack, [])
+            try await fixture.mount(origin: origin.baseURL, store: store)
+            #expect(FileManager.default.contents(atPath: fixture.mountpoint + "/big.bin") == Self.big)
+            #expect(FileManager.default.contents(atPath: second + "/big.bin") == Self.big)
+            #expect(try await fixture.unmount(second).status == 0)
+            #expect(try await fixture.unmount().status == 0)
+        }
+    }
 }
