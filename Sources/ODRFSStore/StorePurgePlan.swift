@@ -76,16 +76,19 @@ public enum StorePurgePlan {
         guard needed > 0 else { return [] }
         // Positions instead of strings and dates from here on: 100,000 objects in milliseconds.
         let used = objects.map { $0.lastAccess?.timeIntervalSince1970 ?? -.infinity }
+        // One lookup per object in a table of what the bundles name (usually far fewer
+        // entries than objects), not a table of every object.
+        var named: [String: [(bundle: Int32, priority: Double, isBase: Bool)]] = [:]
+        for (bundle, mounted) in bundles.enumerated() {
+            for (hash, entry) in mounted.packs { named[hash, default: []].append((Int32(bundle), entry.priority, entry.isBase)) }
+        }
         var referencedBy: [[(bundle: Int32, priority: Double)]] = Array(repeating: [], count: objects.count)
         var protected = [Bool](repeating: false, count: objects.count)
-        var position: [String: Int] = [:]
-        position.reserveCapacity(objects.count)
-        for (index, object) in objects.enumerated() { position[object.sha256] = index }
-        for (bundle, mounted) in bundles.enumerated() {
-            for (hash, entry) in mounted.packs {
-                guard let index = position[hash] else { continue }
-                referencedBy[index].append((Int32(bundle), entry.priority))
-                if entry.isBase { protected[index] = true }
+        if !named.isEmpty {
+            for (index, object) in objects.enumerated() {
+                guard let entries = named[object.sha256] else { continue }
+                referencedBy[index] = entries.map { ($0.bundle, $0.priority) }
+                protected[index] = entries.contains { $0.isBase }
             }
         }
         // Ties (equal last use) in the index's order: no string comparisons in the sorts.
@@ -103,7 +106,9 @@ public enum StorePurgePlan {
             freed = overflow ? .max : sum
             return freed >= needed
         }
-        for index in objects.indices.filter({ referencedBy[$0].isEmpty }).sorted(by: older) {
+        // Class 1 by a heap: what is needed is usually a few of many, so no full sort.
+        var heap = Heap(objects.indices.filter { referencedBy[$0].isEmpty }, before: older)
+        while let index = heap.pop() {
             if take(index, .unreferenced, bundle: nil) { return victims }
         }
         for purgeClass in [Class.idleBundle, .runningBundle] {
@@ -137,5 +142,44 @@ public enum StorePurgePlan {
             }
         }
         return victims
+    }
+}
+
+/// A binary min-heap of positions under a caller's order: built in O(n), popped in O(log n).
+struct Heap {
+    private var items: [Int]
+    private let before: (Int, Int) -> Bool
+
+    init(_ items: [Int], before: @escaping (Int, Int) -> Bool) {
+        self.items = items
+        self.before = before
+        var index = items.count / 2
+        while index > 0 {
+            index -= 1
+            siftDown(index)
+        }
+    }
+
+    mutating func pop() -> Int? {
+        guard let first = items.first else { return nil }
+        let last = items.removeLast()
+        if !items.isEmpty {
+            items[0] = last
+            siftDown(0)
+        }
+        return first
+    }
+
+    private mutating func siftDown(_ start: Int) {
+        var parent = start
+        while true {
+            let left = 2 * parent + 1, right = left + 1
+            var smallest = parent
+            if left < items.count, before(items[left], items[smallest]) { smallest = left }
+            if right < items.count, before(items[right], items[smallest]) { smallest = right }
+            if smallest == parent { return }
+            items.swapAt(parent, smallest)
+            parent = smallest
+        }
     }
 }
