@@ -20,11 +20,45 @@ extension CacheIndex {
                 table.column("sha256", .text).notNull()
             }
         }
+        migrator.registerMigration("v6: shared file copies") { db in
+            try db.create(table: "filecopy") { table in
+                table.primaryKey("sha256", .text)
+                table.column("bytes", .integer).notNull()
+                table.column("lastAccess", .datetime)
+            }
+        }
     }
 
-    /// The bytes of every recorded pack (each counted once).
+    /// The bytes of every recorded pack and passthrough copy (each counted once).
     public func storedBytes() throws(StoreError) -> Int64 {
-        try access { db in try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(bytes), 0) FROM pack") ?? 0 }
+        try access { db in try Int64.fetchOne(db, sql: Self.storedBytesQuery) ?? 0 }
+    }
+
+    static let storedBytesQuery = "SELECT (SELECT COALESCE(SUM(bytes), 0) FROM pack) + (SELECT COALESCE(SUM(bytes), 0) FROM filecopy)"
+
+    /// Records a passthrough copy placed in the store's `files/` (its name is the SHA-256
+    /// of its bytes, computed as it was copied).
+    public func recordFileCopy(sha256: String, bytes: Int64, at date: Date) throws(StoreError) {
+        try access { db in
+            try db.execute(sql: "INSERT OR REPLACE INTO filecopy (sha256, bytes, lastAccess) VALUES (?, ?, ?)", arguments: [sha256, bytes, date])
+        }
+    }
+
+    public func removeFileCopy(sha256: String) throws(StoreError) {
+        try access { db in try db.execute(sql: "DELETE FROM filecopy WHERE sha256 = ?", arguments: [sha256]) }
+    }
+
+    /// Every recorded passthrough copy: SHA-256, bytes, last access.
+    public func fileCopies() throws(StoreError) -> [(sha256: String, bytes: Int64, lastAccess: Date?)] {
+        try access { db in
+            let rows = try Row.fetchCursor(db, sql: "SELECT sha256, bytes, (julianday(lastAccess) - 2440587.5) * 86400.0 FROM filecopy")
+            var copies: [(sha256: String, bytes: Int64, lastAccess: Date?)] = []
+            while let row = try rows.next() {
+                let seconds: Double? = row[2]
+                copies.append((row[0], row[1], seconds.flatMap { $0.isFinite ? Date(timeIntervalSince1970: $0) : nil }))
+            }
+            return copies
+        }
     }
 
     /// Every recorded pack: content hash, bytes, last access.
@@ -59,7 +93,7 @@ extension CacheIndex {
     public func reserve(mount: String, sha256: String, bytes: Int64,
                         fits: (_ stored: Int64, _ reserved: Int64) -> Bool) throws(StoreError) -> Bool {
         try writeImmediately { db in
-                let stored = try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(bytes), 0) FROM pack") ?? 0
+                let stored = try Int64.fetchOne(db, sql: Self.storedBytesQuery) ?? 0
                 let reserved = try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(bytes), 0) FROM reservation") ?? 0
                 guard fits(stored, reserved) else { return false }
                 try db.execute(sql: "INSERT OR REPLACE INTO reservation (mount, sha256, bytes) VALUES (?, ?, ?)",

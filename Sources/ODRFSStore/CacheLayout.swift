@@ -12,6 +12,7 @@ import ODRFSCore
 ///   packs/<sha>.tar       verified packs, named by content like on the origin
 ///   trash/                evicted packs waiting to be unlinked off the lock
 ///   mounts/<id>/          a store's mount: its lock (LOCK_EX while it lives), references, work
+///   files/<sha>           a store's passthrough copies, named by the SHA-256 of the file's bytes
 /// bundle (bundleRoot)     a store: bundles/<key>/, one per origin; a private cache: the root
 ///   index.sqlite          the bundle's own memory: priority overrides, trusted revisions, traces
 ///                         (a private cache: the same file as the objects' rows)
@@ -57,6 +58,14 @@ public struct CacheLayout: Sendable {
     public var indexFile: String { root + "/index.sqlite" }
     /// A store's mounts, each a directory named by its ``StoreMountID``.
     public var mountsDirectory: String { root + "/mounts" }
+    /// A store's passthrough copies of files, each named by the SHA-256 of its bytes, shared
+    /// by every bundle and kept across mounts.
+    public var sharedFilesDirectory: String { root + "/files" }
+
+    /// The store's passthrough copy of the file whose bytes have this SHA-256 (hex).
+    public func sharedFilePath(sha256: String) -> String {
+        sharedFilesDirectory + "/" + sha256
+    }
 
     public var indexDirectory: String { bundleRoot + "/index" }
     public var unverifiedDirectory: String { bundleRoot + "/unverified" }

@@ -141,6 +141,38 @@ extension PackStore {
         return .kept(row)
     }
 
+    // MARK: Passthrough copies
+
+    /// Places a verified passthrough copy (`file`, its bytes hashing to `sha256`) in the
+    /// store's `files/` and records it: linked under its name if none is there (another
+    /// mount's copy of the same bytes is as good), the temporary name removed. Returns the
+    /// path. Blocking: on the I/O executor.
+    public func placeSharedFile(_ file: TemporaryFile, sha256: ContentHash, bytes: Int64, now: Date) -> String? {
+        let destination = layout.sharedFilePath(sha256: sha256.hex)
+        guard link(file.path, destination) == 0 || errno == EEXIST else {
+            logger.warning("cannot place a passthrough copy in the store", metadata: ["path": "\(destination)", "errno": "\(errno)"])
+            file.discard()
+            return nil
+        }
+        file.discard()
+        do {
+            try index.recordFileCopy(sha256: sha256.hex, bytes: bytes, at: now)
+        } catch {
+            logger.warning("cannot record a passthrough copy", metadata: ["error": "\(error)"])
+        }
+        return destination
+    }
+
+    /// Moves the store's passthrough copy named `sha256` into `trash/` and forgets it (a
+    /// passthrough open keeps reading it until its last close). Returns whether it moved.
+    @discardableResult
+    public func removeSharedFile(sha256: String) -> Bool {
+        let trashed = layout.trashDirectory + "/" + sha256 + ".file." + String(UInt32.random(in: .min ... .max))
+        let moved = rename(layout.sharedFilePath(sha256: sha256), trashed) == 0
+        try? index.removeFileCopy(sha256: sha256)
+        return moved
+    }
+
     // MARK: References
 
     /// Records the packs this mount's revision names, each with its preservation priority

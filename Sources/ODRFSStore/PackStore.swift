@@ -72,7 +72,7 @@ public final class PackStore: Sendable {
         var descriptors: [Int32] = []
         let opened: (index: CacheIndex, bundleIndex: CacheIndex)
         do {
-            for directory in [layout.root, layout.packsDirectory, layout.trashDirectory, layout.mountsDirectory, layout.bundleRoot,
+            for directory in [layout.root, layout.packsDirectory, layout.trashDirectory, layout.mountsDirectory, layout.sharedFilesDirectory, layout.bundleRoot,
                               layout.indexDirectory, layout.unverifiedDirectory, layout.workRoot, layout.temporaryDirectory,
                               layout.backingFilesDirectory] {
                 try Self.makeDirectory(directory)

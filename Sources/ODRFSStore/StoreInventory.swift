@@ -80,6 +80,16 @@ public struct StoreInventory: Sendable {
                                   bundles: (referencing[hash.hex] ?? []).sorted(),
                                   retained: probingHolds && PackStore.isHeld(path: path), lastUse: rows[hash.hex]?.lastAccess))
         }
+        let copies = Dictionary(((try? index.fileCopies()) ?? []).map { ($0.sha256, $0.lastAccess) }, uniquingKeysWith: { first, _ in first })
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: root + "/files")) ?? [] {
+            guard let hash = ContentHash(hex: name) else { continue }
+            var info = stat()
+            let path = root + "/files/" + name
+            guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
+            // A passthrough copy: derived from whichever pack holds these bytes, named by no bundle.
+            objects.append(Object(kind: .file, sha256: hash.hex, bytes: Int64(info.st_size), path: path, bundles: [], retained: false,
+                                  lastUse: copies[hash.hex] ?? nil))
+        }
         objects += bundles.flatMap(\.metadata)
         return StoreInventory(root: root, objects: objects.sorted { ($0.kind.rawValue, $0.sha256) < ($1.kind.rawValue, $1.sha256) },
                               bundles: bundles.sorted { $0.key < $1.key }, configuration: configuration)

@@ -37,26 +37,15 @@ extension StoreMaintenance {
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: root + "/packs")) ?? []).filter {
             $0.hasSuffix(".tar") && ContentHash(hex: String($0.dropLast(4))) != nil
         }
-        // Hashed in parallel, one file per worker at a time (reading is the cost).
-        let results = Mutex([String: (digest: ContentHash?, identity: FileIdentity?)]())
-        let next = Atomic<Int>(0)
-        DispatchQueue.concurrentPerform(iterations: max(1, min(threads, names.count))) { _ in
-            while true {
-                let position = next.wrappingAdd(1, ordering: .relaxed).oldValue
-                guard position < names.count else { return }
-                let path = root + "/packs/" + names[position]
-                let identity = FileIdentity.of(path: path)
-                let digest = PackStore.sha256(ofFileAt: path)
-                results.withLock { $0[names[position]] = (digest, identity) }
-            }
-        }
+        let copies = ((try? FileManager.default.contentsOfDirectory(atPath: root + "/files")) ?? []).filter { ContentHash(hex: $0) != nil }
+        let hashed = hashAll(names.map { root + "/packs/" + $0 } + copies.map { root + "/files/" + $0 }, threads: threads)
         var check = StoreCheck()
-        let hashed = results.withLock { $0 }
+        try checkCopies(copies, hashed: hashed, root: root, index: index, repair: repair, into: &check)
         var onDisk: Set<String> = []
         for name in names.sorted() {
             let hash = String(name.dropLast(4))
             onDisk.insert(hash)
-            guard let result = hashed[name], let digest = result.digest, let identity = result.identity else {
+            guard let result = hashed[root + "/packs/" + name], let digest = result.digest, let identity = result.identity else {
                 check.unreadable.append(hash)
                 continue
             }
@@ -92,6 +81,52 @@ extension StoreMaintenance {
         }
         check.repaired = repair
         return check
+    }
+
+    /// SHA-256 and identity of every file in `paths`, `threads` at a time (reading is the cost).
+    private static func hashAll(_ paths: [String], threads: Int) -> [String: (digest: ContentHash?, identity: FileIdentity?)] {
+        let results = Mutex([String: (digest: ContentHash?, identity: FileIdentity?)]())
+        let next = Atomic<Int>(0)
+        DispatchQueue.concurrentPerform(iterations: max(1, min(threads, paths.count))) { _ in
+            while true {
+                let position = next.wrappingAdd(1, ordering: .relaxed).oldValue
+                guard position < paths.count else { return }
+                let identity = FileIdentity.of(path: paths[position])
+                let digest = PackStore.sha256(ofFileAt: paths[position])
+                results.withLock { $0[paths[position]] = (digest, identity) }
+            }
+        }
+        return results.withLock { $0 }
+    }
+
+    /// The store's passthrough copies: each must hash to its name; rows and files must agree.
+    private static func checkCopies(_ names: [String], hashed: [String: (digest: ContentHash?, identity: FileIdentity?)], root: String,
+                                    index: CacheIndex, repair: Bool, into check: inout StoreCheck) throws(StoreError) {
+        let rows = Set(try index.fileCopies().map(\.sha256))
+        for name in names.sorted() {
+            guard let result = hashed[root + "/files/" + name], let digest = result.digest, let identity = result.identity else {
+                check.unreadable.append(name)
+                continue
+            }
+            check.checked += 1
+            check.bytes = check.bytes.saturatingAdd(identity.size)
+            if digest.hex != name {
+                check.mismatched.append(name)
+                if repair {
+                    _ = mkdir(root + "/quarantine", 0o700)
+                    if rename(root + "/files/" + name, root + "/quarantine/" + name + ".file." + String(UInt32.random(in: .min ... .max))) == 0 {
+                        try index.removeFileCopy(sha256: name)
+                    }
+                }
+            } else if !rows.contains(name) {
+                check.unknown.append(name)
+                if repair { try index.recordFileCopy(sha256: name, bytes: identity.size, at: Date()) }
+            }
+        }
+        for name in rows.subtracting(names).sorted() {
+            check.missing.append(name)
+            if repair { try index.removeFileCopy(sha256: name) }
+        }
     }
 
     private static func quarantine(root: String, name: String, index: CacheIndex) {

@@ -20,11 +20,15 @@ public enum StorePurgePlan {
         public var sha256: String
         public var bytes: Int64
         public var lastAccess: Date?
+        /// A passthrough copy of a file (`files/`), not a pack: no bundle names it, so it is
+        /// in class 1 (it is derived: the next open of its file copies it again).
+        public var isFileCopy: Bool
 
-        public init(sha256: String, bytes: Int64, lastAccess: Date?) {
+        public init(sha256: String, bytes: Int64, lastAccess: Date?, isFileCopy: Bool = false) {
             self.sha256 = sha256
             self.bytes = bytes
             self.lastAccess = lastAccess
+            self.isFileCopy = isFileCopy
         }
     }
 
@@ -54,6 +58,7 @@ public enum StorePurgePlan {
         public var sha256: String
         public var bytes: Int64
         public var purgeClass: Class
+        public var isFileCopy = false
         /// The bundle whose queue gave it (nil for class 1).
         public var bundle: String?
         /// Its preservation priority in that bundle (nil for class 1).
@@ -86,7 +91,7 @@ public enum StorePurgePlan {
         var protected = [Bool](repeating: false, count: objects.count)
         if !named.isEmpty {
             for (index, object) in objects.enumerated() {
-                guard let entries = named[object.sha256] else { continue }
+                guard !object.isFileCopy, let entries = named[object.sha256] else { continue }
                 referencedBy[index] = entries.map { ($0.bundle, $0.priority) }
                 protected[index] = entries.contains { $0.isBase }
             }
@@ -100,8 +105,8 @@ public enum StorePurgePlan {
             taken[index] = true
             let object = objects[index]
             let priority = bundle.flatMap { chosen in referencedBy[index].first { Int($0.bundle) == chosen }?.priority }
-            victims.append(Victim(sha256: object.sha256, bytes: object.bytes, purgeClass: purgeClass, bundle: bundle.map { bundles[$0].key },
-                                  priority: priority, lastAccess: object.lastAccess))
+            victims.append(Victim(sha256: object.sha256, bytes: object.bytes, purgeClass: purgeClass, isFileCopy: object.isFileCopy,
+                                  bundle: bundle.map { bundles[$0].key }, priority: priority, lastAccess: object.lastAccess))
             let (sum, overflow) = freed.addingReportingOverflow(object.bytes)
             freed = overflow ? .max : sum
             return freed >= needed

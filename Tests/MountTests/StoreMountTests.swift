@@ -214,4 +214,53 @@ struct StoreMountTests {
             #expect(try await fixture.unmount().status == 0)
         }
     }
+
+    /// The cache line of a mount's status: `… reads passthrough (N files passed through now); …`.
+    static func passedThrough(_ mountpoint: String) -> String {
+        let text = (try? String(contentsOfFile: mountpoint + "/.odrfs/status", encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").first { $0.hasPrefix("cache:") }.map(String.init) ?? ""
+    }
+
+    @Test("passthrough copies are the store's, named by the file's SHA-256: kept across a remount and used by another bundle with the same file")
+    func sharedPassthroughCopies() async throws {
+        let fixture = try MountFixture()
+        try await fixture.buildTestBundle()
+        let store = fixture.root + "/store", second = fixture.root + "/mnt2"
+        try FileManager.default.createDirectory(atPath: second, withIntermediateDirectories: true)
+        let copy = store + "/files/" + ContentHash.of(Self.big).hex
+        try await fixture.mount(store: store)
+        #expect(Self.passedThrough(fixture.mountpoint).contains("reads passthrough"), "passthrough is not available: \(Self.passedThrough(fixture.mountpoint))")
+        #expect(FileManager.default.contents(atPath: fixture.mountpoint + "/big.bin") == Self.big)  // its close starts the copy
+        #expect(await eventually { access(copy, F_OK) == 0 }, "no copy in the store's files/: \(fixture.log)")
+        #expect(FileManager.default.contents(atPath: copy) == Self.big)
+        var before = stat()
+        #expect(stat(copy, &before) == 0)
+        #expect(try await fixture.unmount().status == 0)
+
+        // A new mount finds it: the first open passes through, nothing copied again.
+        try await fixture.mount(store: store)
+        #expect(FileManager.default.contents(atPath: fixture.mountpoint + "/README.txt") != nil)
+        let held = try #require(FileHandle(forReadingAtPath: fixture.mountpoint + "/big.bin"))
+        #expect(Self.passedThrough(fixture.mountpoint).contains("(1 file passed through now)"), "\(Self.passedThrough(fixture.mountpoint))")
+        #expect(try held.readToEnd() == Self.big)
+        try held.close()
+        var after = stat()
+        #expect(stat(copy, &after) == 0 && after.st_ino == before.st_ino, "the copy was made again")
+
+        // Another bundle with the same file (and so the same Big pack) uses the same copy.
+        let otherSource = fixture.root + "/source2", otherDist = fixture.root + "/dist2"
+        #expect(try await Command.run("/bin/cp", ["-a", fixture.source, otherSource]).status == 0)
+        try Data(TestBundle.pseudoRandom(70_000, seed: 99)).write(to: URL(fileURLWithPath: otherSource + "/levels/2/map.dat"))
+        #expect(try await fixture.odrfs(["build", otherSource, "-o", otherDist]).status == 0)
+        try await fixture.mount(at: second, origin: otherDist, store: store)
+        let other = try #require(FileHandle(forReadingAtPath: second + "/big.bin"))
+        #expect(Self.passedThrough(second).contains("(1 file passed through now)"), "\(Self.passedThrough(second))")
+        #expect(try other.readToEnd() == Self.big)
+        try other.close()
+        #expect(try FileManager.default.contentsOfDirectory(atPath: store + "/files") == [ContentHash.of(Self.big).hex])
+        #expect(try await fixture.unmount(second).status == 0)
+        #expect(try await fixture.unmount().status == 0)
+        let check = try await fixture.odrfs(["store", "fsck", "--store", store])
+        #expect(check.status == 0, "\(check.output)")
+    }
 }

@@ -81,9 +81,15 @@ extension BundleFileSystem {
     /// and release undoes it.
     private func openOptions(inode: InodeNumber, handle: FileHandleID, pack: PackNumber, extent: PackExtent, passthrough: Passthrough) -> OpenReplyOptions {
         var options = Self.fileOpenOptions
-        let backingPath = passthrough.status.isAvailable ? backingFiles.backingFile(pack: pack, extent: extent) : nil
+        let backingPath = passthrough.status.isAvailable ? backingFiles.backingFile(pack: pack, extent: extent, digest: digest(of: inode)) : nil
         options.passthrough = passthrough.beginOpen(inode: inode, handle: handle, backingPath: backingPath)
         return options
+    }
+
+    /// The SHA-256 the index records for the file at `inode` (nil before index version 2).
+    private func digest(of inode: InodeNumber) -> ContentHash? {
+        guard case .entry(let number) = inodes.node(for: inode) else { return nil }
+        return index.sha256(of: number)
     }
 
     /// Files: the page cache may keep their contents across opens (the bundle is immutable).
@@ -148,7 +154,7 @@ extension BundleFileSystem {
         // its backing file already, so that the next open can pass through.
         if let reader, request.passthrough.status.isAvailable, case .entry(let number) = inodes.node(for: inode),
            let extent = index.entry(number)?.packExtent {
-            _ = backingFiles.backingFile(pack: reader.pack, extent: extent)
+            _ = backingFiles.backingFile(pack: reader.pack, extent: extent, digest: index.sha256(of: number))
         }
         reader?.close()
         request.passthrough.endOpen(handle: handle)

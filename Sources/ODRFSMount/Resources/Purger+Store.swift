@@ -31,9 +31,12 @@ extension Purger {
         guard let stored = try? store.index.storedBytes(), let reserved = try? store.index.reservedBytes(liveMounts: live) else { return 0 }
         let available = limits.minimumFree != nil ? store.availableBytes() : nil
         let needed = limits.bytesToFree(cached: stored, reserved: reserved.saturatingAdd(extra), available: available)
-        guard needed > 0, let objects = try? store.index.storedPacks() else { return 0 }
+        guard needed > 0, let packs = try? store.index.storedPacks() else { return 0 }
+        let copies = (try? store.index.fileCopies()) ?? []
         let bundles = store.mountedBundles()
-        let candidates = objects.map { StorePurgePlan.Object(sha256: $0.sha256, bytes: $0.bytes, lastAccess: $0.lastAccess) }
+        let candidates = packs.map { StorePurgePlan.Object(sha256: $0.sha256, bytes: $0.bytes, lastAccess: $0.lastAccess) }
+            + copies.map { StorePurgePlan.Object(sha256: $0.sha256, bytes: $0.bytes, lastAccess: $0.lastAccess, isFileCopy: true) }
+        let objects = candidates
         let decided = ContinuousClock.now
         let plan = StorePurgePlan.victims(freeing: needed, objects: candidates, bundles: bundles)
         let milliseconds = { (duration: Duration) in Double(duration.components.attoseconds) / 1e15 + Double(duration.components.seconds) * 1000 }
@@ -62,6 +65,7 @@ extension Purger {
     /// Removes one victim of the store's plan: through this mount's ledger when it is one of
     /// its packs or orphans (so its books stay right), else directly. Returns whether it went.
     private func evictFromStore(_ victim: StorePurgePlan.Victim) -> Bool {
+        if victim.isFileCopy { return store.removeSharedFile(sha256: victim.sha256) }
         let reason: CacheEvent.EvictionReason = victim.purgeClass == .unreferenced ? .update : .cacheSize
         let own = table.read { state -> QuotaPolicy.Key? in
             if let index = state.manifest.packs.firstIndex(where: { $0.sha256.hex == victim.sha256 }) { return .pack(index) }
