@@ -23,6 +23,7 @@ extension ResourceManager {
                 self.purger.measureAvailableBytes()
                 self.measureMetadata()
                 self.purger.learnStoreEvictions()
+                self.table.dropIdleHolds()
                 self.publishToStore()
                 self.purger.purgeForPressure(reason: reason)
                 self.purger.purgeStore()

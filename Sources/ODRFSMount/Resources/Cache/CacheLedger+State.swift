@@ -50,11 +50,17 @@ extension CacheLedger {
         /// Descriptors of local packs kept open between opens (`CacheLedger+KeptFiles.swift`).
         private(set) var keptFiles = KeptFiles()
         /// In a machine-wide store, the shared lock on each retained pack's file that keeps
-        /// other mounts from evicting it (``ODRFSStore/PackHold``): taken when a retain count
-        /// leaves zero, dropped when it returns there.
+        /// other mounts from evicting it (``ODRFSStore/PackHold``): taken when a retained pack
+        /// is local, kept after its last release until the next maintenance tick
+        /// (``dropIdleHolds()``, at most 2 s) so that a file opened and closed in a loop does
+        /// not cost an `open` and a `flock` each time, and dropped at once when this mount
+        /// evicts the pack or finds it gone.
         private(set) var holds: [Int: PackHold] = [:]
         /// Takes a ``ODRFSStore/PackHold`` on a pack file by content hash (nil in a private cache).
         let hold: @Sendable (String) -> PackHold?
+        /// Whether holds outlive the last release until ``dropIdleHolds()``: not in a retired
+        /// revision's ledger, whose maintenance no longer runs.
+        private(set) var holdsLinger = true
 
         /// Starts from what the cache holds: `verified` by content hash (this version's
         /// packs become local slots, the rest orphans).
@@ -106,10 +112,15 @@ extension CacheLedger {
             slots[index].retainCount -= 1
             if slots[index].retainCount == 0 {
                 inUseBytes -= bytes(index)
-                holds[index] = nil
+                if !holdsLinger { holds[index] = nil }
                 events.publish(CacheEvent(.released(manifest.packs[index])))
             }
             return .released(nowUnretained: slots[index].retainCount == 0)
+        }
+
+        /// Drops the holds of packs no longer retained (each maintenance tick).
+        mutating func dropIdleHolds() {
+            for index in holds.keys where slots[index].retainCount == 0 { holds[index] = nil }
         }
 
         /// Takes the store-wide hold of a retained pack once its file is in place (a pack
@@ -169,6 +180,7 @@ extension CacheLedger {
         /// kept descriptor it drops.
         mutating func markMissing(_ index: Int) -> (wasLocal: Bool, dropped: VerifiedFile?) {
             guard slots[index].download == nil, slots[index].isLocal else { return (false, nil) }
+            holds[index] = nil
             slots[index].isLocal = false
             cachedBytes -= bytes(index)
             return (true, keptFiles.drop(index))
@@ -214,6 +226,8 @@ extension CacheLedger {
                 cachedBytes -= orphan.bytes
             case .pack(let index):
                 guard !manifest.isBase(PackNumber(UInt32(index))), slots[index].isLocal, slots[index].retainCount == 0, slots[index].download == nil else { return false }
+                // This mount's own lingering hold would keep its eviction out.
+                holds[index] = nil
                 // Its backing files go with it (kernel-held ones live on until their last close).
                 guard trash(manifest.packs[index].sha256.hex, Array(slots[index].backingFiles.keys)) else { return false }
                 slots[index].isLocal = false
@@ -276,7 +290,12 @@ extension CacheLedger {
             return keptFiles.keep(file, for: index)
         }
 
-        /// Forgets every kept descriptor (a retired revision's ledger); returns them.
-        mutating func dropKeptFiles() -> [VerifiedFile] { keptFiles.dropAll() }
+        /// Forgets every kept descriptor (a retired revision's ledger); returns them. From then
+        /// on a hold goes with the pack's last release.
+        mutating func dropKeptFiles() -> [VerifiedFile] {
+            holdsLinger = false
+            dropIdleHolds()
+            return keptFiles.dropAll()
+        }
     }
 }

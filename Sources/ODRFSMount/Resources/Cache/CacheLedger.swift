@@ -133,6 +133,11 @@ final class CacheLedger: Sendable {
         return use
     }
 
+    /// Drops the store-wide holds of packs no longer retained (see ``State/holds``).
+    func dropIdleHolds() {
+        transaction { $0.dropIdleHolds() }
+    }
+
     /// Forgets every kept descriptor (a retired revision's ledger).
     func dropKeptFiles() {
         let dropped = transaction { $0.dropKeptFiles() }
