@@ -138,15 +138,7 @@ extension CacheIndex {
     /// still true when it writes, whichever process writes beside it.
     func writeImmediately<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
         do {
-            return try databaseForStore.writeWithoutTransaction { db in
-                var result: T?
-                try db.inTransaction(.immediate) {
-                    result = try body(db)
-                    return .commit
-                }
-                guard let result else { throw DatabaseError(resultCode: .SQLITE_MISUSE, message: "the transaction returned nothing") }
-                return result
-            }
+            return try databaseForStore.writeWithoutTransaction { db in try Self.inOneTransaction(db, .immediate, body) }
         } catch {
             throw StoreError(.io, "cache index \(path): \(error)")
         }

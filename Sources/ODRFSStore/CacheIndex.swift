@@ -154,17 +154,24 @@ public final class CacheIndex: Sendable {
                 // Should NORMAL fail to come back, the connection stays FULL: slower, as safe.
                 try db.execute(sql: "PRAGMA synchronous = FULL")
                 defer { try? db.execute(sql: "PRAGMA synchronous = NORMAL") }
-                var result: T?
-                try db.inTransaction {
-                    result = try body(db)
-                    return .commit
-                }
-                guard let result else { throw DatabaseError(resultCode: .SQLITE_MISUSE, message: "the transaction returned nothing") }
-                return result
+                return try Self.inOneTransaction(db, .deferred, body)
             }
         } catch {
             throw StoreError(.io, "cache index \(path): \(error)")
         }
+    }
+}
+
+extension CacheIndex {
+    /// `body` in one transaction of `kind` on `db`, committed if it returns.
+    static func inOneTransaction<T>(_ db: Database, _ kind: Database.TransactionKind, _ body: (Database) throws -> T) throws -> T {
+        var result: T?
+        try db.inTransaction(kind) {
+            result = try body(db)
+            return .commit
+        }
+        guard let result else { throw DatabaseError(resultCode: .SQLITE_MISUSE, message: "the transaction returned nothing") }
+        return result
     }
 }
 

@@ -11,17 +11,8 @@ import Testing
 /// the cache of the release before the store is taken in without a download.
 @Suite("One store for the machine", .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
 struct StoreMountTests {
-    /// Runs `body` with a fault origin serving `dist`; always stops it.
     static func withOrigin(_ dist: String, _ body: (FaultOrigin) async throws -> Void) async throws {
-        let origin = try await FaultOrigin.start()
-        do {
-            try origin.setFiles(from: dist)
-            try await body(origin)
-        } catch {
-            await origin.stop()
-            throw error
-        }
-        await origin.stop()
+        try await withFaultOrigin(serving: dist, body)
     }
 
     static func packPath(_ fixture: MountFixture, _ id: String) throws -> String {
@@ -33,10 +24,7 @@ struct StoreMountTests {
     @Test("the same bundle mounted twice at once on one store: the second mount reads what the first fetched, without a request")
     func sameBundleTwice() async throws {
         let fixture = try MountFixture()
-        try await fixture.buildTestBundle()
-        let store = fixture.root + "/store"
-        let second = fixture.root + "/mnt2"
-        try FileManager.default.createDirectory(atPath: second, withIntermediateDirectories: true)
+        let (store, second) = try await fixture.storeWorld()
         try await Self.withOrigin(fixture.dist) { origin in
             try await fixture.mount(origin: origin.baseURL, store: store)
             #expect(FileManager.default.contents(atPath: fixture.mountpoint + "/big.bin") == Self.big)
@@ -59,10 +47,7 @@ struct StoreMountTests {
     @Test("a pack another mount fetched after this one started is read from the store, not fetched again")
     func publishedByAnotherMountLater() async throws {
         let fixture = try MountFixture()
-        try await fixture.buildTestBundle()
-        let store = fixture.root + "/store"
-        let second = fixture.root + "/mnt2"
-        try FileManager.default.createDirectory(atPath: second, withIntermediateDirectories: true)
+        let (store, second) = try await fixture.storeWorld()
         try await Self.withOrigin(fixture.dist) { origin in
             try await fixture.mount(origin: origin.baseURL, store: store)
             try await fixture.mount(at: second, origin: origin.baseURL, store: store)
@@ -80,16 +65,8 @@ struct StoreMountTests {
     @Test("two bundles with one identical pack: stored once, and the second bundle's origin is never asked for it")
     func sharedPackAcrossBundles() async throws {
         let fixture = try MountFixture()
-        try await fixture.buildTestBundle()
-        // A second bundle: the same tree but for one level file, so its Big pack is the same.
-        let otherSource = fixture.root + "/source2", otherDist = fixture.root + "/dist2"
-        // Copied with its times: the packs of unchanged files are then byte for byte the same.
-        #expect(try await Command.run("/bin/cp", ["-a", fixture.source, otherSource]).status == 0)
-        try Data(TestBundle.pseudoRandom(70_000, seed: 99)).write(to: URL(fileURLWithPath: otherSource + "/levels/2/map.dat"))
-        #expect(try await fixture.odrfs(["build", otherSource, "-o", otherDist]).status == 0)
-        let store = fixture.root + "/store"
-        let second = fixture.root + "/mnt2"
-        try FileManager.default.createDirectory(atPath: second, withIntermediateDirectories: true)
+        let (store, second) = try await fixture.storeWorld()
+        let otherDist = try await fixture.buildSecondBundle()
         try await Self.withOrigin(fixture.dist) { first in
             try await Self.withOrigin(otherDist) { other in
                 try await fixture.mount(origin: first.baseURL, store: store)
@@ -98,8 +75,6 @@ struct StoreMountTests {
                 #expect(FileManager.default.contents(atPath: second + "/big.bin") == Self.big)
                 #expect(FileManager.default.contents(atPath: second + "/levels/2/map.dat") == Data(TestBundle.pseudoRandom(70_000, seed: 99)))
                 let bigPack = try Self.packPath(fixture, "Big")
-                let otherManifest = try Manifest.decode(Data(contentsOf: URL(fileURLWithPath: otherDist + "/manifest.json")))
-                #expect(otherManifest.packs.contains { "/" + $0.file == bigPack }, "the two bundles do not share their Big pack")
                 #expect(other.requests(of: bigPack).isEmpty, "the second bundle's origin was asked for a pack the store had")
                 #expect(try FileManager.default.contentsOfDirectory(atPath: store + "/bundles").count == 2)
                 #expect(try await fixture.unmount(second).status == 0)
@@ -139,13 +114,7 @@ struct StoreMountTests {
             #expect(FileManager.default.contents(atPath: second + "/levels/1/map.dat") == Data(TestBundle.files["levels/1/map.dat"]!))
             #expect(try await fixture.odrfs(["purge", second, "--all"]).status == 0)
             #expect(access(levelFile, F_OK) == 0, "another mount evicted a pack this one holds open")
-            let pid = try #require(fixture.daemonPID())
-            #expect(kill(pid, SIGKILL) == 0)
-            var waited = 0
-            while kill(pid, 0) == 0, waited < 500 {
-                usleep(10_000)
-                waited += 1
-            }
+            try fixture.killDaemon()
             try? level.close()
             #expect(try await fixture.odrfs(["purge", second, "--all"]).status == 0)
             #expect(access(levelFile, F_OK) != 0, "a killed mount's hold outlived it")
@@ -183,9 +152,7 @@ struct StoreMountTests {
     @Test("kill -9 of one daemon mid-download while another mount reads: the survivor reads right, the store's books stay right, the killed one remounts and reads")
     func killedMidDownload() async throws {
         let fixture = try MountFixture()
-        try await fixture.buildTestBundle()
-        let store = fixture.root + "/store", second = fixture.root + "/mnt2"
-        try FileManager.default.createDirectory(atPath: second, withIntermediateDirectories: true)
+        let (store, second) = try await fixture.storeWorld()
         try await Self.withOrigin(fixture.dist) { origin in
             let bigPack = try Self.packPath(fixture, "Big")
             // The first mount's download of Big stalls half-way, on every attempt.
@@ -195,13 +162,7 @@ struct StoreMountTests {
             let reader = try ChildProcess("/bin/cat", [fixture.mountpoint + "/big.bin"], stdout: "/dev/null", stderr: fixture.root + "/cat.err")
             defer { reader.stop() }
             #expect(await eventually(timeout: .seconds(10)) { !origin.requests(of: bigPack).isEmpty }, "the download never started")
-            let pid = try #require(fixture.daemonPID())
-            #expect(kill(pid, SIGKILL) == 0)
-            var waited = 0
-            while kill(pid, 0) == 0, waited < 500 {
-                usleep(10_000)
-                waited += 1
-            }
+            try fixture.killDaemon()
             // The survivor downloads and reads beside it.
             #expect(FileManager.default.contents(atPath: second + "/levels/1/map.dat") == Data(TestBundle.files["levels/1/map.dat"]!))
             // The books match the disk: no row without its file, no file without its row.
@@ -227,9 +188,7 @@ struct StoreMountTests {
     @Test("passthrough copies are the store's, named by the file's SHA-256: kept across a remount and used by another bundle with the same file")
     func sharedPassthroughCopies() async throws {
         let fixture = try MountFixture()
-        try await fixture.buildTestBundle()
-        let store = fixture.root + "/store", second = fixture.root + "/mnt2"
-        try FileManager.default.createDirectory(atPath: second, withIntermediateDirectories: true)
+        let (store, second) = try await fixture.storeWorld()
         let copy = store + "/files/" + ContentHash.of(Self.big).hex
         try await fixture.mount(store: store)
         #expect(Self.passedThrough(fixture.mountpoint).contains("reads passthrough"), "passthrough is not available: \(Self.passedThrough(fixture.mountpoint))")
@@ -251,10 +210,7 @@ struct StoreMountTests {
         #expect(stat(copy, &after) == 0 && after.st_ino == before.st_ino, "the copy was made again")
 
         // Another bundle with the same file (and so the same Big pack) uses the same copy.
-        let otherSource = fixture.root + "/source2", otherDist = fixture.root + "/dist2"
-        #expect(try await Command.run("/bin/cp", ["-a", fixture.source, otherSource]).status == 0)
-        try Data(TestBundle.pseudoRandom(70_000, seed: 99)).write(to: URL(fileURLWithPath: otherSource + "/levels/2/map.dat"))
-        #expect(try await fixture.odrfs(["build", otherSource, "-o", otherDist]).status == 0)
+        let otherDist = try await fixture.buildSecondBundle()
         try await fixture.mount(at: second, origin: otherDist, store: store)
         let other = try #require(FileHandle(forReadingAtPath: second + "/big.bin"))
         #expect(Self.passedThrough(second).contains("(1 file passed through now)"), "\(Self.passedThrough(second))")

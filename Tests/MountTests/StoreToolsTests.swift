@@ -9,19 +9,6 @@ import Testing
 struct StoreToolsTests {
     static let big = Data(TestBundle.files["big.bin"]!)
 
-    /// A second bundle: the standard tree with one level file changed, so the Big pack is shared.
-    static func buildOtherBundle(_ fixture: MountFixture) async throws -> String {
-        let source = fixture.root + "/source2", dist = fixture.root + "/dist2"
-        // Copied with its times: the packs of unchanged files are then byte for byte the same.
-        #expect(try await Command.run("/bin/cp", ["-a", fixture.source, source]).status == 0)
-        try Data(TestBundle.pseudoRandom(70_000, seed: 99)).write(to: URL(fileURLWithPath: source + "/levels/2/map.dat"))
-        #expect(try await fixture.odrfs(["build", source, "-o", dist]).status == 0)
-        let other = try Manifest.decode(Data(contentsOf: URL(fileURLWithPath: dist + "/manifest.json")))
-        #expect(other.packs.first { $0.id.rawValue == "Big" }?.sha256 == (try fixture.manifest.packs.first { $0.id.rawValue == "Big" }?.sha256),
-                "the two bundles do not share their Big pack")
-        return dist
-    }
-
     static func json(_ text: String) throws -> [String: Any] {
         try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
     }
@@ -29,10 +16,8 @@ struct StoreToolsTests {
     @Test("status and list: two bundles, the shared pack stored once and counted as saved, mounts, retained bytes and running")
     func statusAndList() async throws {
         let fixture = try MountFixture()
-        try await fixture.buildTestBundle()
-        let otherDist = try await Self.buildOtherBundle(fixture)
-        let store = fixture.root + "/store", second = fixture.root + "/mnt2"
-        try FileManager.default.createDirectory(atPath: second, withIntermediateDirectories: true)
+        let (store, second) = try await fixture.storeWorld()
+        let otherDist = try await fixture.buildSecondBundle()
         try await fixture.mount(store: store)
         try await fixture.mount(at: second, origin: otherDist, store: store)
         #expect(FileManager.default.contents(atPath: fixture.mountpoint + "/big.bin") == Self.big)
@@ -77,10 +62,8 @@ struct StoreToolsTests {
     @Test("gc removes a replaced revision's objects and prints the bytes freed; evict drops one bundle's packs but not a shared one")
     func gcAndEvict() async throws {
         let fixture = try MountFixture()
-        try await fixture.buildTestBundle()
-        let otherDist = try await Self.buildOtherBundle(fixture)
-        let store = fixture.root + "/store", second = fixture.root + "/mnt2"
-        try FileManager.default.createDirectory(atPath: second, withIntermediateDirectories: true)
+        let (store, second) = try await fixture.storeWorld()
+        let otherDist = try await fixture.buildSecondBundle()
         try await fixture.mount(store: store)
         #expect(FileManager.default.contents(atPath: fixture.mountpoint + "/levels/2/map.dat") != nil)
         #expect(FileManager.default.contents(atPath: fixture.mountpoint + "/big.bin") == Self.big)
@@ -165,9 +148,7 @@ struct StoreToolsTests {
     @Test("every mount of a store tells its subscribers low-disk-space when the store's min_free is not met")
     func lowDiskSpaceFromTheStore() async throws {
         let fixture = try MountFixture()
-        try await fixture.buildTestBundle()
-        let store = fixture.root + "/store", second = fixture.root + "/mnt2"
-        try FileManager.default.createDirectory(atPath: second, withIntermediateDirectories: true)
+        let (store, second) = try await fixture.storeWorld()
         try await fixture.mount(store: store)
         try await fixture.mount(at: second, store: store)
         let outputs = [fixture.root + "/events1.jsonl", fixture.root + "/events2.jsonl"]

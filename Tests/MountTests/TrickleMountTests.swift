@@ -12,17 +12,8 @@ import Testing
 struct TrickleMountTests {
     static let fetchTimeout = 3
 
-    /// Runs `body` with a fault origin serving the fixture's dist dir; always stops it.
     static func withOrigin(_ fixture: MountFixture, _ body: (FaultOrigin) async throws -> Void) async throws {
-        let origin = try await FaultOrigin.start()
-        do {
-            try origin.setFiles(from: fixture.dist)
-            try await body(origin)
-        } catch {
-            await origin.stop()
-            throw error
-        }
-        await origin.stop()
+        try await withFaultOrigin(serving: fixture.dist, body)
     }
 
     static func packPath(_ fixture: MountFixture, _ id: String) throws -> String {
