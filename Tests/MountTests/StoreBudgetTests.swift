@@ -37,13 +37,13 @@ struct StoreBudgetTests {
         // A: everything read, then unmounted: its packs are named by no mounted revision.
         try await fixture.mount(origin: a, store: store)
         for path in ["big.bin", "levels/1/map.dat", "levels/2/map.dat"] {
-            #expect(FileManager.default.contents(atPath: fixture.mountpoint + "/" + path) != nil)
+            #expect(await readThroughMount(fixture.mountpoint + "/" + path) != nil)
         }
         #expect(try await fixture.unmount().status == 0)
         // C: running, with its big file open.
         try await fixture.mount(at: mountC, origin: c, store: store)
-        let held = try #require(FileHandle(forReadingAtPath: mountC + "/big.bin"))
-        #expect(try held.readToEnd()?.count == TestBundle.files["big.bin"]!.count)
+        let held = try await HeldFile.open(mountC + "/big.bin")
+        #expect(await held.readToEnd().count == TestBundle.files["big.bin"]!.count)
         let storeBytes = try Self.storeBytes(store)
         // Room for one more big file only if A's go.
         let budget = storeBytes + 1_000_000
@@ -51,7 +51,7 @@ struct StoreBudgetTests {
 
         try await fixture.mount(at: mountB, origin: b, store: store)
         let expected = Data(TestBundle.pseudoRandom(TestBundle.files["big.bin"]!.count, seed: 2 &* 1000 &+ UInt64(TestBundle.files["big.bin"]!.count)))
-        #expect(FileManager.default.contents(atPath: mountB + "/big.bin") == expected)
+        #expect(await readThroughMount(mountB + "/big.bin") == expected)
 
         let aPacks = try Self.packFiles(a), cPacks = try Self.packFiles(c)
         // What went is the unmounted bundle's (its least recently used first, passthrough
@@ -60,10 +60,10 @@ struct StoreBudgetTests {
         for (id, file) in cPacks where ["Big", "Level3", "base"].contains(id) {
             #expect(access(store + "/packs/" + file, F_OK) == 0, "the running bundle's \(id) went before the unmounted bundle's packs")
         }
-        try held.seek(toOffset: 0)
-        #expect(try held.read(upToCount: 16)?.count == 16, "the open file stopped reading")
+        held.rewind()
+        #expect(await held.read(upTo: 16).count == 16, "the open file stopped reading")
         #expect(try Self.storeBytes(store) <= budget + Int64(TestBundle.files["big.bin"]!.count), "the store stayed far over its budget")
-        try held.close()
+        held.close()
         #expect(try await fixture.unmount(mountB).status == 0)
         #expect(try await fixture.unmount(mountC).status == 0)
     }

@@ -20,7 +20,12 @@ struct StoreFaultTests {
         }
     }
 
-    static func errnoOfRead(_ path: String) -> Int32 {
+    /// The errno of opening and reading `path` whole (0 if it reads), on a thread of its own.
+    static func errnoOfRead(_ path: String) async -> Int32 {
+        await onDedicatedThread { readErrno(path) }
+    }
+
+    static func readErrno(_ path: String) -> Int32 {
         let fd = open(path, O_RDONLY)
         guard fd >= 0 else { return errno }
         defer { close(fd) }
@@ -70,11 +75,11 @@ struct StoreFaultTests {
         let store = fixture.root + "/store"
         try await Self.withFaultyMount(fixture, store: store) { faulty, inject in
             try await inject([point], code, true)
-            #expect(Self.errnoOfRead(faulty + "/" + path) == code, "the open did not fail with \(code)")
+            #expect(await Self.errnoOfRead(faulty + "/" + path) == code, "the open did not fail with \(code)")
             // The other mount of the same store is unaffected.
-            #expect(FileManager.default.contents(atPath: fixture.mountpoint + "/" + path) == Data(TestBundle.files[path]!))
+            #expect(await readThroughMount(fixture.mountpoint + "/" + path) == Data(TestBundle.files[path]!))
             try await inject([point], code, false)
-            #expect(FileManager.default.contents(atPath: faulty + "/" + path) == Data(TestBundle.files[path]!), "the open did not recover")
+            #expect(await readThroughMount(faulty + "/" + path) == Data(TestBundle.files[path]!), "the open did not recover")
             let log = (try? String(contentsOfFile: try Self.logFile(store), encoding: .utf8)) ?? ""
             #expect(log.contains(String(cString: strerror(code))), "no log line says why")
         }
@@ -89,10 +94,10 @@ struct StoreFaultTests {
         let store = fixture.root + "/store", cache = fixture.root + "/private"
         try await Self.withFaultyMount(fixture, store: store, cache: cache) { faulty, inject in
             try await inject(["posix/io/dir/rename"], EIO, true)
-            #expect(Self.errnoOfRead(faulty + "/big.bin") == EIO)
-            #expect(FileManager.default.contents(atPath: fixture.mountpoint + "/big.bin") == Data(TestBundle.files["big.bin"]!))
+            #expect(await Self.errnoOfRead(faulty + "/big.bin") == EIO)
+            #expect(await readThroughMount(fixture.mountpoint + "/big.bin") == Data(TestBundle.files["big.bin"]!))
             try await inject(["posix/io/dir/rename"], EIO, false)
-            #expect(FileManager.default.contents(atPath: faulty + "/big.bin") == Data(TestBundle.files["big.bin"]!))
+            #expect(await readThroughMount(faulty + "/big.bin") == Data(TestBundle.files["big.bin"]!))
         }
     }
 
@@ -107,13 +112,13 @@ struct StoreFaultTests {
         let points = ["posix/io/rw/write", "posix/io/rw/pwrite", "posix/io/sync/fsync", "posix/io/dir/rename", "posix/io/dir/unlink",
                       "posix/io/rw/ftruncate"]
         try await Self.withFaultyMount(fixture, store: store) { faulty, inject in
-            #expect(FileManager.default.contents(atPath: faulty + "/levels/1/map.dat") == Data(TestBundle.files["levels/1/map.dat"]!))
+            #expect(await readThroughMount(faulty + "/levels/1/map.dat") == Data(TestBundle.files["levels/1/map.dat"]!))
             try await inject(points, EROFS, true)
-            #expect(Self.errnoOfRead(faulty + "/levels/2/map.dat") == EROFS)
-            #expect(FileManager.default.contents(atPath: faulty + "/levels/1/map.dat") == Data(TestBundle.files["levels/1/map.dat"]!))
-            #expect(FileManager.default.contents(atPath: fixture.mountpoint + "/levels/2/map.dat") == Data(TestBundle.files["levels/2/map.dat"]!))
+            #expect(await Self.errnoOfRead(faulty + "/levels/2/map.dat") == EROFS)
+            #expect(await readThroughMount(faulty + "/levels/1/map.dat") == Data(TestBundle.files["levels/1/map.dat"]!))
+            #expect(await readThroughMount(fixture.mountpoint + "/levels/2/map.dat") == Data(TestBundle.files["levels/2/map.dat"]!))
             try await inject(points, EROFS, false)
-            #expect(FileManager.default.contents(atPath: faulty + "/levels/2/map.dat") == Data(TestBundle.files["levels/2/map.dat"]!))
+            #expect(await readThroughMount(faulty + "/levels/2/map.dat") == Data(TestBundle.files["levels/2/map.dat"]!))
         }
         let check = try await fixture.odrfs(["store", "fsck", "--store", store])
         #expect(check.status == 0, "\(check.output)")
@@ -131,7 +136,7 @@ struct StoreFaultTests {
         try await fixture.mount(store: filesystem + "/store")
         let remount = try await Command.run("/bin/mount", ["-o", "remount,ro", filesystem])
         #expect(remount.status != 0, "the kernel made the store read-only under a writer")
-        #expect(FileManager.default.contents(atPath: fixture.mountpoint + "/levels/2/map.dat") == Data(TestBundle.files["levels/2/map.dat"]!))
+        #expect(await readThroughMount(fixture.mountpoint + "/levels/2/map.dat") == Data(TestBundle.files["levels/2/map.dat"]!))
         #expect(try await fixture.unmount().status == 0)
     }
 

@@ -27,12 +27,12 @@ struct StoreMountTests {
         let (store, second) = try await fixture.storeWorld()
         try await Self.withOrigin(fixture.dist) { origin in
             try await fixture.mount(origin: origin.baseURL, store: store)
-            #expect(FileManager.default.contents(atPath: fixture.mountpoint + "/big.bin") == Self.big)
+            #expect(await readThroughMount(fixture.mountpoint + "/big.bin") == Self.big)
             let bigPack = try Self.packPath(fixture, "Big")
             #expect(origin.requests(of: bigPack).count >= 1)
             let before = origin.requests(of: bigPack).count
             try await fixture.mount(at: second, origin: origin.baseURL, store: store)
-            #expect(FileManager.default.contents(atPath: second + "/big.bin") == Self.big)
+            #expect(await readThroughMount(second + "/big.bin") == Self.big)
             #expect(origin.requests(of: bigPack).count == before, "the second mount fetched a pack the store had")
             let bigFile = try fixture.cacheFileName(of: "Big")
             let packs = try FileManager.default.contentsOfDirectory(atPath: store + "/packs")
@@ -52,9 +52,9 @@ struct StoreMountTests {
             try await fixture.mount(origin: origin.baseURL, store: store)
             try await fixture.mount(at: second, origin: origin.baseURL, store: store)
             let bigPack = try Self.packPath(fixture, "Big")
-            #expect(FileManager.default.contents(atPath: fixture.mountpoint + "/big.bin") == Self.big)
+            #expect(await readThroughMount(fixture.mountpoint + "/big.bin") == Self.big)
             let fetched = origin.requests(of: bigPack).count
-            #expect(FileManager.default.contents(atPath: second + "/big.bin") == Self.big)
+            #expect(await readThroughMount(second + "/big.bin") == Self.big)
             #expect(origin.requests(of: bigPack).count == fetched, "the second mount fetched a pack the first had just put in the store")
             #expect(try fixture.fetches(of: "Big", at: second) == 0)
             #expect(try await fixture.unmount(second).status == 0)
@@ -70,10 +70,10 @@ struct StoreMountTests {
         try await Self.withOrigin(fixture.dist) { first in
             try await Self.withOrigin(otherDist) { other in
                 try await fixture.mount(origin: first.baseURL, store: store)
-                #expect(FileManager.default.contents(atPath: fixture.mountpoint + "/big.bin") == Self.big)
+                #expect(await readThroughMount(fixture.mountpoint + "/big.bin") == Self.big)
                 try await fixture.mount(at: second, origin: other.baseURL, store: store)
-                #expect(FileManager.default.contents(atPath: second + "/big.bin") == Self.big)
-                #expect(FileManager.default.contents(atPath: second + "/levels/2/map.dat") == Data(TestBundle.pseudoRandom(70_000, seed: 99)))
+                #expect(await readThroughMount(second + "/big.bin") == Self.big)
+                #expect(await readThroughMount(second + "/levels/2/map.dat") == Data(TestBundle.pseudoRandom(70_000, seed: 99)))
                 let bigPack = try Self.packPath(fixture, "Big")
                 #expect(other.requests(of: bigPack).isEmpty, "the second bundle's origin was asked for a pack the store had")
                 #expect(try FileManager.default.contentsOfDirectory(atPath: store + "/bundles").count == 2)
@@ -93,12 +93,12 @@ struct StoreMountTests {
         let bigFile = store + "/packs/" + (try fixture.cacheFileName(of: "Big"))
         try await Self.withOrigin(fixture.dist) { origin in
             try await fixture.mount(origin: origin.baseURL, store: store)
-            let holding = try #require(FileHandle(forReadingAtPath: fixture.mountpoint + "/big.bin"))
+            let holding = try await HeldFile.open(fixture.mountpoint + "/big.bin")
             try await fixture.mount(at: second, origin: origin.baseURL, store: store)
             #expect(try await fixture.odrfs(["purge", second, "--all"]).status == 0)
             #expect(access(bigFile, F_OK) == 0, "another mount evicted a pack this one holds open")
-            #expect(try holding.readToEnd() == Self.big)
-            try holding.close()
+            #expect(await holding.readToEnd() == Self.big)
+            holding.close()
             // The first mount lets its hold go at its next maintenance tick (2 s).
             #expect(await eventually(timeout: .seconds(10)) {
                 _ = try? await fixture.odrfs(["purge", second, "--all"])
@@ -108,20 +108,20 @@ struct StoreMountTests {
             // Another pack held, then the holder dies without a word. (Big is not used again:
             // the first mount still reads the evicted copy through the descriptor it kept.)
             let levelFile = store + "/packs/" + (try fixture.cacheFileName(of: "Level1"))
-            let level = try #require(FileHandle(forReadingAtPath: fixture.mountpoint + "/levels/1/map.dat"))
-            #expect(try level.read(upToCount: 16) == Data(TestBundle.files["levels/1/map.dat"]!.prefix(16)))
+            let level = try await HeldFile.open(fixture.mountpoint + "/levels/1/map.dat")
+            #expect(await level.read(upTo: 16) == Data(TestBundle.files["levels/1/map.dat"]!.prefix(16)))
             // The other mount learns the pack is in the store when it reads it.
-            #expect(FileManager.default.contents(atPath: second + "/levels/1/map.dat") == Data(TestBundle.files["levels/1/map.dat"]!))
+            #expect(await readThroughMount(second + "/levels/1/map.dat") == Data(TestBundle.files["levels/1/map.dat"]!))
             #expect(try await fixture.odrfs(["purge", second, "--all"]).status == 0)
             #expect(access(levelFile, F_OK) == 0, "another mount evicted a pack this one holds open")
             try fixture.killDaemon()
-            try? level.close()
+            level.close()
             #expect(try await fixture.odrfs(["purge", second, "--all"]).status == 0)
             #expect(access(levelFile, F_OK) != 0, "a killed mount's hold outlived it")
             // The next mount removes what the dead one left.
             try await fixture.mount(at: third, origin: origin.baseURL, store: store)
             #expect(try FileManager.default.contentsOfDirectory(atPath: store + "/mounts").count == 2)
-            #expect(FileManager.default.contents(atPath: third + "/big.bin") == Self.big)
+            #expect(await readThroughMount(third + "/big.bin") == Self.big)
             #expect(try await fixture.unmount(third).status == 0)
             #expect(try await fixture.unmount(second).status == 0)
         }
@@ -136,13 +136,13 @@ struct StoreMountTests {
             let legacy = store + "/" + CacheLayout.bundleKey(forOrigin: origin.baseURL)
             let old = try await fixture.odrfs(["mount", origin.baseURL, fixture.mountpoint, "--cache", legacy])
             try #require(old.status == 0, "\(old.stderr)")
-            #expect(FileManager.default.contents(atPath: fixture.mountpoint + "/big.bin") == Self.big)
+            #expect(await readThroughMount(fixture.mountpoint + "/big.bin") == Self.big)
             #expect(try await fixture.unmount().status == 0)
             let requests = origin.requests(of: try Self.packPath(fixture, "Big")).count
             let initial = origin.requests(of: try Self.packPath(fixture, "Level3")).count
             try await fixture.mount(origin: origin.baseURL, store: store)
             #expect(access(legacy, F_OK) != 0, "the old cache directory was left")
-            #expect(FileManager.default.contents(atPath: fixture.mountpoint + "/big.bin") == Self.big)
+            #expect(await readThroughMount(fixture.mountpoint + "/big.bin") == Self.big)
             #expect(origin.requests(of: try Self.packPath(fixture, "Big")).count == requests, "a pack of the old cache was downloaded again")
             #expect(origin.requests(of: try Self.packPath(fixture, "Level3")).count == initial, "the initial-install pack was downloaded again")
             #expect(try await fixture.unmount().status == 0)
@@ -164,7 +164,7 @@ struct StoreMountTests {
             #expect(await eventually(timeout: .seconds(10)) { !origin.requests(of: bigPack).isEmpty }, "the download never started")
             try fixture.killDaemon()
             // The survivor downloads and reads beside it.
-            #expect(FileManager.default.contents(atPath: second + "/levels/1/map.dat") == Data(TestBundle.files["levels/1/map.dat"]!))
+            #expect(await readThroughMount(second + "/levels/1/map.dat") == Data(TestBundle.files["levels/1/map.dat"]!))
             // The books match the disk: no row without its file, no file without its row.
             let check = try await fixture.odrfs(["store", "fsck", "--store", store])
             #expect(check.status == 0, "\(check.output)")
@@ -172,8 +172,8 @@ struct StoreMountTests {
             _ = umount2(fixture.mountpoint, Int32(MNT_DETACH))
             origin.script(bigPack, [])
             try await fixture.mount(origin: origin.baseURL, store: store)
-            #expect(FileManager.default.contents(atPath: fixture.mountpoint + "/big.bin") == Self.big)
-            #expect(FileManager.default.contents(atPath: second + "/big.bin") == Self.big)
+            #expect(await readThroughMount(fixture.mountpoint + "/big.bin") == Self.big)
+            #expect(await readThroughMount(second + "/big.bin") == Self.big)
             #expect(try await fixture.unmount(second).status == 0)
             #expect(try await fixture.unmount().status == 0)
         }
@@ -192,30 +192,30 @@ struct StoreMountTests {
         let copy = store + "/files/" + ContentHash.of(Self.big).hex
         try await fixture.mount(store: store)
         #expect(Self.passedThrough(fixture.mountpoint).contains("reads passthrough"), "passthrough is not available: \(Self.passedThrough(fixture.mountpoint))")
-        #expect(FileManager.default.contents(atPath: fixture.mountpoint + "/big.bin") == Self.big)  // its close starts the copy
+        #expect(await readThroughMount(fixture.mountpoint + "/big.bin") == Self.big)  // its close starts the copy
         #expect(await eventually { access(copy, F_OK) == 0 }, "no copy in the store's files/: \(fixture.log)")
-        #expect(FileManager.default.contents(atPath: copy) == Self.big)
+        #expect(await readThroughMount(copy) == Self.big)
         var before = stat()
         #expect(stat(copy, &before) == 0)
         #expect(try await fixture.unmount().status == 0)
 
         // A new mount finds it: the first open passes through, nothing copied again.
         try await fixture.mount(store: store)
-        #expect(FileManager.default.contents(atPath: fixture.mountpoint + "/README.txt") != nil)
-        let held = try #require(FileHandle(forReadingAtPath: fixture.mountpoint + "/big.bin"))
+        #expect(await readThroughMount(fixture.mountpoint + "/README.txt") != nil)
+        let held = try await HeldFile.open(fixture.mountpoint + "/big.bin")
         #expect(Self.passedThrough(fixture.mountpoint).contains("(1 file passed through now)"), "\(Self.passedThrough(fixture.mountpoint))")
-        #expect(try held.readToEnd() == Self.big)
-        try held.close()
+        #expect(await held.readToEnd() == Self.big)
+        held.close()
         var after = stat()
         #expect(stat(copy, &after) == 0 && after.st_ino == before.st_ino, "the copy was made again")
 
         // Another bundle with the same file (and so the same Big pack) uses the same copy.
         let otherDist = try await fixture.buildSecondBundle()
         try await fixture.mount(at: second, origin: otherDist, store: store)
-        let other = try #require(FileHandle(forReadingAtPath: second + "/big.bin"))
+        let other = try await HeldFile.open(second + "/big.bin")
         #expect(Self.passedThrough(second).contains("(1 file passed through now)"), "\(Self.passedThrough(second))")
-        #expect(try other.readToEnd() == Self.big)
-        try other.close()
+        #expect(await other.readToEnd() == Self.big)
+        other.close()
         #expect(try FileManager.default.contentsOfDirectory(atPath: store + "/files") == [ContentHash.of(Self.big).hex])
         #expect(try await fixture.unmount(second).status == 0)
         #expect(try await fixture.unmount().status == 0)

@@ -20,10 +20,10 @@ struct StoreToolsTests {
         let otherDist = try await fixture.buildSecondBundle()
         try await fixture.mount(store: store)
         try await fixture.mount(at: second, origin: otherDist, store: store)
-        #expect(FileManager.default.contents(atPath: fixture.mountpoint + "/big.bin") == Self.big)
-        let holding = try #require(FileHandle(forReadingAtPath: fixture.mountpoint + "/big.bin"))
-        #expect(try holding.read(upToCount: 4) == Self.big.prefix(4))
-        #expect(FileManager.default.contents(atPath: second + "/big.bin") == Self.big)
+        #expect(await readThroughMount(fixture.mountpoint + "/big.bin") == Self.big)
+        let holding = try await HeldFile.open(fixture.mountpoint + "/big.bin")
+        #expect(await holding.read(upTo: 4) == Self.big.prefix(4))
+        #expect(await readThroughMount(second + "/big.bin") == Self.big)
         #expect(try fixture.fetches(of: "Big", at: second) == 0, "the second bundle fetched a pack the store had")
 
         let result = try await fixture.odrfs(["store", "status", "--store", store, "--json"])
@@ -54,7 +54,7 @@ struct StoreToolsTests {
         #expect((bigLine["bundles"] as? [String])?.count == 2)
         #expect(bigLine["retained"] as? Bool == true)
         #expect(lines.contains { $0["kind"] as? String == "index" } && lines.contains { $0["kind"] as? String == "manifest" })
-        try holding.close()
+        holding.close()
         #expect(try await fixture.unmount(second).status == 0)
         #expect(try await fixture.unmount().status == 0)
     }
@@ -65,8 +65,8 @@ struct StoreToolsTests {
         let (store, second) = try await fixture.storeWorld()
         let otherDist = try await fixture.buildSecondBundle()
         try await fixture.mount(store: store)
-        #expect(FileManager.default.contents(atPath: fixture.mountpoint + "/levels/2/map.dat") != nil)
-        #expect(FileManager.default.contents(atPath: fixture.mountpoint + "/big.bin") == Self.big)
+        #expect(await readThroughMount(fixture.mountpoint + "/levels/2/map.dat") != nil)
+        #expect(await readThroughMount(fixture.mountpoint + "/big.bin") == Self.big)
         let oldLevel2 = try #require(try fixture.manifest.packs.first { $0.id.rawValue == "Level2" }).sha256.hex
         // Revision 2 changes Level2: after the update, nothing names the old pack.
         try Data(TestBundle.pseudoRandom(70_000, seed: 123)).write(to: URL(fileURLWithPath: fixture.source + "/levels/2/map.dat"))
@@ -78,10 +78,10 @@ struct StoreToolsTests {
         try #require(gc.status == 0, "\(gc.stderr)")
         #expect(access(store + "/packs/\(oldLevel2).tar", F_OK) != 0, "gc left the replaced revision's pack")
         #expect(gc.output.contains("bytes freed") && !gc.output.contains(" 0 bytes freed"), "\(gc.output)")
-        #expect(FileManager.default.contents(atPath: fixture.mountpoint + "/big.bin") == Self.big)
+        #expect(await readThroughMount(fixture.mountpoint + "/big.bin") == Self.big)
 
         try await fixture.mount(at: second, origin: otherDist, store: store)
-        #expect(FileManager.default.contents(atPath: second + "/levels/1/map.dat") != nil)
+        #expect(await readThroughMount(second + "/levels/1/map.dat") != nil)
         #expect(try await fixture.unmount(second).status == 0)
         let otherManifest = try Manifest.decode(Data(contentsOf: URL(fileURLWithPath: otherDist + "/manifest.json")))
         let bigHash = try #require(otherManifest.packs.first { $0.id.rawValue == "Big" }).sha256.hex
@@ -102,7 +102,7 @@ struct StoreToolsTests {
         try await fixture.buildTestBundle()
         let store = fixture.root + "/store"
         try await fixture.mount(store: store)
-        #expect(FileManager.default.contents(atPath: fixture.mountpoint + "/big.bin") == Self.big)
+        #expect(await readThroughMount(fixture.mountpoint + "/big.bin") == Self.big)
         #expect(try await fixture.unmount().status == 0)
         let clean = try await fixture.odrfs(["store", "fsck", "--store", store])
         #expect(clean.status == 0, "\(clean.output)\(clean.stderr)")
@@ -124,7 +124,7 @@ struct StoreToolsTests {
         let after = try await fixture.odrfs(["store", "fsck", "--store", store])
         #expect(after.status == 0, "\(after.output)")
         try await fixture.mount(store: store)
-        #expect(FileManager.default.contents(atPath: fixture.mountpoint + "/big.bin") == Self.big)
+        #expect(await readThroughMount(fixture.mountpoint + "/big.bin") == Self.big)
         // The pack is fetched again (the file itself may already have been read through the
         // store's passthrough copy of it, verified by its SHA-256).
         #expect(await eventually { (try? fixture.fetches(of: "Big")) == 1 }, "\((try? fixture.status()["Big"]) ?? [])")
@@ -174,7 +174,7 @@ struct StoreToolsTests {
         try await fixture.buildTestBundle()
         let store = fixture.root + "/store"
         try await fixture.mount(store: store)
-        #expect(FileManager.default.contents(atPath: fixture.mountpoint + "/big.bin") == Self.big)
+        #expect(await readThroughMount(fixture.mountpoint + "/big.bin") == Self.big)
         #expect(try await fixture.odrfs(["store", "config", "--store", store, "--cache-size", "1G"]).status == 0)
         var wrong: [String] = []
         let walker = FileManager.default.enumerator(atPath: store)

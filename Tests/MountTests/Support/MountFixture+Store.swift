@@ -2,6 +2,7 @@ import FaultOriginSupport
 import Foundation
 import ODRFSCore
 import Testing
+import TestSupport
 
 /// Set-up shared by the machine-wide store's mount tests.
 extension MountFixture {
@@ -51,4 +52,59 @@ func withFaultOrigin(serving dist: String, _ body: (FaultOrigin) async throws ->
         throw error
     }
     await origin.stop()
+}
+
+/// The contents of `path`, read on a thread of its own: a read through a mount may wait for
+/// a download, and a test must not hold one of the cooperative pool's threads meanwhile (on
+/// two cores that starves every other test's timers).
+func readThroughMount(_ path: String) async -> Data? {
+    await onDedicatedThread { FileManager.default.contents(atPath: path) }
+}
+
+/// A file of a mount held open by a test, every blocking call on a thread of its own.
+final class HeldFile: Sendable {
+    let descriptor: Int32
+
+    private init(descriptor: Int32) {
+        self.descriptor = descriptor
+    }
+
+    /// Opens `path` read-only (an open of a remote file waits for its first bytes).
+    static func open(_ path: String) async throws -> HeldFile {
+        let fd = await onDedicatedThread { Glibc.open(path, O_RDONLY | O_CLOEXEC) }
+        guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        return HeldFile(descriptor: fd)
+    }
+
+    /// Up to `count` bytes from the current offset.
+    func read(upTo count: Int) async -> Data {
+        let fd = descriptor
+        return await onDedicatedThread {
+            var buffer = [UInt8](repeating: 0, count: count)
+            let read = Glibc.read(fd, &buffer, count)
+            return Data(buffer.prefix(max(read, 0)))
+        }
+    }
+
+    /// Everything from the current offset to the end.
+    func readToEnd() async -> Data {
+        let fd = descriptor
+        return await onDedicatedThread {
+            var data = Data()
+            var buffer = [UInt8](repeating: 0, count: 1 << 20)
+            while true {
+                let read = Glibc.read(fd, &buffer, buffer.count)
+                if read <= 0 { return data }
+                data.append(contentsOf: buffer.prefix(read))
+            }
+        }
+    }
+
+    func rewind() {
+        _ = lseek(descriptor, 0, SEEK_SET)
+    }
+
+    func close() {
+        _ = Glibc.close(descriptor)
+    }
 }
