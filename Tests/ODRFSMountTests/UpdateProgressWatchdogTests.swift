@@ -21,10 +21,10 @@ struct UpdateProgressWatchdogTests {
     @Test func workThatKeepsMovingIsNeverCutOff() async throws {
         // Progress every 100 ms (a pack done each time), for longer than the limit in all;
         // the limit leaves room for a loaded machine's late wake-ups.
-        let watchdog = UpdateProgressWatchdog(limit: .seconds(3), lowSpeedLimit: .kibibytes(1))
+        let watchdog = UpdateProgressWatchdog(limit: .seconds(5), lowSpeedLimit: .kibibytes(1))
         let started = ContinuousClock.now
         try await watchdog.bound(failure: { _ in UpdateError(.originUnreachable, "gave up") }) { () throws(UpdateError) in
-            while ContinuousClock.now - started < .seconds(4) {
+            while ContinuousClock.now - started < .seconds(6) {
                 try? await Task.sleep(for: .milliseconds(100))
                 watchdog.advance()
             }
@@ -54,13 +54,14 @@ struct UpdateProgressWatchdogTests {
             }
         }
         #expect(error?.message == "gave up")
-        // 10 KB per step is 10 s of credit at 1 KiB/s: never behind, however late the steps.
-        let steady = UpdateProgressWatchdog(limit: .seconds(1), lowSpeedLimit: .kibibytes(1))
+        // 10 KB per step is 10 s of credit at 1 KiB/s: never behind, however late the steps
+        // (the first comes before any sleep: a loaded machine may wake the loop late).
+        let steady = UpdateProgressWatchdog(limit: .seconds(3), lowSpeedLimit: .kibibytes(1))
         let started = ContinuousClock.now
         try await steady.bound(failure: { _ in UpdateError(.originUnreachable, "gave up") }) { () throws(UpdateError) in
-            while ContinuousClock.now - started < .seconds(2) {
-                try? await Task.sleep(for: .milliseconds(50))
+            while ContinuousClock.now - started < .seconds(4) {
                 steady.tally.add(10_000)
+                try? await Task.sleep(for: .milliseconds(50))
             }
         }
     }
