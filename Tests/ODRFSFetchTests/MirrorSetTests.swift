@@ -118,7 +118,8 @@ struct MirrorSetTests {
         #expect(error?.kind == .unreachable)
         #expect(error?.message.contains("all 2 servers failed") == true, "\(error?.message ?? "")")
         let elapsed = ContinuousClock.now - start
-        #expect(elapsed >= .milliseconds(500) && elapsed < .seconds(3), "took \(elapsed)")
+        // The 600 ms budget, not a fetch deadline (30 s by default); the margin is for load.
+        #expect(elapsed >= .milliseconds(500) && elapsed < .seconds(8), "took \(elapsed)")
         #expect(!set.isOnline)
     }
 

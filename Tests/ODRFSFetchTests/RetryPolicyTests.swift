@@ -158,7 +158,8 @@ struct RangeRetryTests {
                 fetching.cancel()
                 let error = await fetching.value
                 #expect(error?.kind == .cancelled, "\(String(describing: error))")
-                #expect(ContinuousClock.now - cancelled < .seconds(2))
+                // Well before the origin's 15 s Retry-After (the margin is for a loaded machine).
+                #expect(ContinuousClock.now - cancelled < .seconds(7))
             }
             #expect(server.requests(of: path).count == 1, "no attempt after the cancellation")
         }
