@@ -9,7 +9,7 @@ import Testing
 /// that share packs, use one store at once; a pack is stored and fetched once; a pack one
 /// mount holds open is never evicted by another, and a mount killed with -9 holds nothing;
 /// the cache of the release before the store is taken in without a download.
-@Suite("One store for the machine", .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
+@Suite("One store for the machine", .serialized, .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
 struct StoreMountTests {
     static func withOrigin(_ dist: String, _ body: (FaultOrigin) async throws -> Void) async throws {
         try await withFaultOrigin(serving: dist, body)
@@ -114,7 +114,7 @@ struct StoreMountTests {
             #expect(await readThroughMount(second + "/levels/1/map.dat") == Data(TestBundle.files["levels/1/map.dat"]!))
             #expect(try await fixture.odrfs(["purge", second, "--all"]).status == 0)
             #expect(access(levelFile, F_OK) == 0, "another mount evicted a pack this one holds open")
-            try fixture.killDaemon()
+            try await fixture.killDaemon()
             level.close()
             #expect(try await fixture.odrfs(["purge", second, "--all"]).status == 0)
             #expect(access(levelFile, F_OK) != 0, "a killed mount's hold outlived it")
@@ -162,7 +162,7 @@ struct StoreMountTests {
             let reader = try ChildProcess("/bin/cat", [fixture.mountpoint + "/big.bin"], stdout: "/dev/null", stderr: fixture.root + "/cat.err")
             defer { reader.stop() }
             #expect(await eventually(timeout: .seconds(10)) { !origin.requests(of: bigPack).isEmpty }, "the download never started")
-            try fixture.killDaemon()
+            try await fixture.killDaemon()
             // The survivor downloads and reads beside it.
             #expect(await readThroughMount(second + "/levels/1/map.dat") == Data(TestBundle.files["levels/1/map.dat"]!))
             // The books match the disk: no row without its file, no file without its row.

@@ -5,7 +5,7 @@ import TestSupport
 import Testing
 
 /// Issue 23, item 4: the operator's tools on a store that mounts are using.
-@Suite("Store tools", .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
+@Suite("Store tools", .serialized, .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
 struct StoreToolsTests {
     static let big = Data(TestBundle.files["big.bin"]!)
 

@@ -105,7 +105,8 @@ import TestSupport
     }
 
     @Test func cancelStopsARequestInFlight() async throws {
-        let fixture = try ControlFixture(service: FakeControlService(stepDelay: .milliseconds(200)))
+        // A 10 s download (10 steps of 1 s): a loaded machine cannot finish it before the cancel.
+        let fixture = try ControlFixture(service: FakeControlService(stepDelay: .seconds(1)))
         let raw = try await fixture.raw()
         await raw.send(#"{"v":1,"id":1,"op":"request","tags":["Rome"]}"# + "\n")
         #expect(await raw.readResponse()?.event == .progress)

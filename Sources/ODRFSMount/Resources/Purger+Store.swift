@@ -47,8 +47,9 @@ extension Purger {
         ])
         var freed: Int64 = 0
         var evicted: [String] = []
+        let positions = packPositions()
         for victim in plan where freed < needed {
-            guard evictFromStore(victim) else { continue }
+            guard evictFromStore(victim, positions: positions) else { continue }
             evicted.append(victim.sha256)
             freed = freed.saturatingAdd(victim.bytes)
         }
@@ -64,11 +65,18 @@ extension Purger {
 
     /// Removes one victim of the store's plan: through this mount's ledger when it is one of
     /// its packs or orphans (so its books stay right), else directly. Returns whether it went.
-    private func evictFromStore(_ victim: StorePurgePlan.Victim) -> Bool {
+    /// This revision's packs by content hash (built once per purge, not searched per victim).
+    private func packPositions() -> [String: Int] {
+        Dictionary(table.manifest.packs.enumerated().map { ($0.element.sha256.hex, $0.offset) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    private func evictFromStore(_ victim: StorePurgePlan.Victim, positions: [String: Int]) -> Bool {
         if victim.isFileCopy { return store.removeSharedFile(sha256: victim.sha256) }
         let reason: CacheEvent.EvictionReason = victim.purgeClass == .unreferenced ? .update : .cacheSize
+        // Through the ledger only what it counts: a pack of this bundle that another mount
+        // published is not local in this ledger, and goes directly.
         let own = table.read { state -> QuotaPolicy.Key? in
-            if let index = state.manifest.packs.firstIndex(where: { $0.sha256.hex == victim.sha256 }) { return .pack(index) }
+            if let index = positions[victim.sha256], state.slots[index].isLocal { return .pack(index) }
             return state.orphans[victim.sha256] != nil ? .orphan(victim.sha256) : nil
         }
         let moved: Bool
@@ -136,9 +144,10 @@ extension Purger {
         guard let (hashes, last) = try? store.index.evictions(after: since ?? .max) else { return }
         lastEvictionSeen.withLock { $0 = since == nil ? (try? store.index.latestEviction()) ?? 0 : last }
         guard since != nil, !hashes.isEmpty else { return }
+        let positions = packPositions()
         for hash in Set(hashes) where access(store.layout.packsDirectory + "/" + hash + ".tar", F_OK) != 0 {
             let own = table.read { state -> QuotaPolicy.Key? in
-                if let index = state.manifest.packs.firstIndex(where: { $0.sha256.hex == hash }) {
+                if let index = positions[hash] {
                     return state.slots[index].isLocal && state.slots[index].retainCount == 0 && state.slots[index].download == nil ? .pack(index) : nil
                 }
                 return state.orphans[hash] != nil ? .orphan(hash) : nil

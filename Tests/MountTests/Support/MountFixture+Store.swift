@@ -29,15 +29,19 @@ extension MountFixture {
         return dist
     }
 
-    /// Kills the daemon of `mountpoint` with SIGKILL and waits (at most 5 s) until it is gone.
-    func killDaemon(_ mountpoint: String? = nil) throws {
+    /// Kills the daemon of `mountpoint` with SIGKILL and waits (at most 10 s, the task
+    /// sleeping, never the thread) until it is gone or a zombie.
+    func killDaemon(_ mountpoint: String? = nil) async throws {
         let pid = try #require(daemonPID(mountpoint))
         #expect(kill(pid, SIGKILL) == 0)
-        var waited = 0
-        while kill(pid, 0) == 0, waited < 500 {
-            usleep(10_000)
-            waited += 1
-        }
+        #expect(await eventually { kill(pid, 0) != 0 || Self.isZombie(pid) }, "the killed daemon \(pid) lives on")
+    }
+
+    /// Whether process `pid` has exited and waits to be reaped (state `Z` in /proc).
+    static func isZombie(_ pid: pid_t) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return false }
+        return stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).hasPrefix("Z")
     }
 }
 
