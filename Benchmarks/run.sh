@@ -2,7 +2,7 @@
 # ODRFS benchmark: one command, one table (see Benchmarks/README.md).
 #
 #   Benchmarks/run.sh [--quick] [--latency-ms N] [--no-rclone] [--keep] [--binary PATH]
-#                     [--s1-files N --s1-packs N] [--only W1,W3,W6,W7,S1,W8]
+#                     [--s1-files N --s1-packs N] [--only W1,W3,W6,W7,S1,S4,W8]
 #                     [--rounds N] [--compress zstd[:LEVEL]|none] [--chunk-size SIZE]
 #                     [--listing-modes default,always,never,auto,directories] [--s1-dir DIR]
 #

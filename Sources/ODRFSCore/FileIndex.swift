@@ -32,9 +32,11 @@ public final class FileIndex: @unchecked Sendable {
     private(set) var blocks: BlockTable?
     /// How many packs the manifest that goes with this index has; every file's pack is below it.
     public let packCount: Int
+    /// When to release the pages requests have touched (see ``noteEntriesServed(_:)``).
+    let residency: ResidentPageBudget
 
     /// Maps the index at `path` read-only.
-    public convenience init(contentsOf path: String) throws(FileIndexError) {
+    public convenience init(contentsOf path: String, residency: ResidentPageBudget = ResidentPageBudget()) throws(FileIndexError) {
         let region: Region
         do {
             region = try Region(mapping: path)
@@ -43,7 +45,7 @@ public final class FileIndex: @unchecked Sendable {
             throw error
         }
         do {
-            try self.init(region: region)
+            try self.init(region: region, residency: residency)
         } catch var error {
             error.path = path
             throw error
@@ -55,7 +57,7 @@ public final class FileIndex: @unchecked Sendable {
         try self.init(region: Region(copying: bytes))
     }
 
-    init(region: Region) throws(FileIndexError) {
+    init(region: Region, residency: ResidentPageBudget = ResidentPageBudget()) throws(FileIndexError) {
         let header = try FileIndex.validateHeader(region.base, byteCount: region.count)
         self.region = region
         self.base = region.base
@@ -65,6 +67,7 @@ public final class FileIndex: @unchecked Sendable {
         self.stringsLength = header.stringsLength
         self.digestsStart = header.digestsStart
         self.packCount = Int(header.packCount)
+        self.residency = residency
         try validateRecords()
         try validateSymlinks()
         if let range = header.blocks { blocks = try validateBlocks(range) }

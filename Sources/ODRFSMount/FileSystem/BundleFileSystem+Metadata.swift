@@ -29,6 +29,7 @@ extension BundleFileSystem {
         if !parameters.attributes.isDirectory {
             listingPolicy.lookedUpFile()
         }
+        index.noteEntriesServed(1)
         request.replyEntry(parameters)
     }
 
@@ -116,6 +117,8 @@ extension BundleFileSystem {
         if plus {
             listingPolicy.replied(files: files, linked: linksFiles)
         }
+        // A walk reads every record and name once: keep what it leaves resident bounded.
+        index.noteEntriesServed(Int(clamping: position - max(offset, 0)))
         request.replyDirectory(buffer)
     }
 
