@@ -50,29 +50,12 @@ extension CacheIndex {
 
     /// Every recorded passthrough copy: SHA-256, bytes, last access.
     public func fileCopies() throws(StoreError) -> [(sha256: String, bytes: Int64, lastAccess: Date?)] {
-        try access { db in
-            let rows = try Row.fetchCursor(db, sql: "SELECT sha256, bytes, (julianday(lastAccess) - 2440587.5) * 86400.0 FROM filecopy")
-            var copies: [(sha256: String, bytes: Int64, lastAccess: Date?)] = []
-            while let row = try rows.next() {
-                let seconds: Double? = row[2]
-                copies.append((row[0], row[1], seconds.flatMap { $0.isFinite ? Date(timeIntervalSince1970: $0) : nil }))
-            }
-            return copies
-        }
+        try objects(in: "filecopy")
     }
 
     /// Every recorded pack: content hash, bytes, last access.
     public func storedPacks() throws(StoreError) -> [(sha256: String, bytes: Int64, lastAccess: Date?)] {
-        try access { db in
-            // The date as seconds computed by SQLite (GRDB's text dates cost a parse each).
-            let rows = try Row.fetchCursor(db, sql: "SELECT sha256, bytes, (julianday(lastAccess) - 2440587.5) * 86400.0 FROM pack")
-            var packs: [(sha256: String, bytes: Int64, lastAccess: Date?)] = []
-            while let row = try rows.next() {
-                let seconds: Double? = row[2]
-                packs.append((row[0], row[1], seconds.flatMap { $0.isFinite ? Date(timeIntervalSince1970: $0) : nil }))
-            }
-            return packs
-        }
+        try objects(in: "pack")
     }
 
     /// Drops the reservations of mounts not in `live` (they died: their downloads with
@@ -126,6 +109,20 @@ extension CacheIndex {
             let newest = try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(seq), 0) FROM eviction") ?? 0
             let last = rows.last.map { $0["seq"] as Int64 } ?? newest
             return (rows.map { $0["sha256"] as String }, max(last, seq))
+        }
+    }
+
+    /// Content hash, bytes and last access of every row of `table` (`pack` or `filecopy`),
+    /// the date as seconds computed by SQLite (GRDB's text dates cost a parse each).
+    private func objects(in table: String) throws(StoreError) -> [(sha256: String, bytes: Int64, lastAccess: Date?)] {
+        try access { db in
+            let rows = try Row.fetchCursor(db, sql: "SELECT sha256, bytes, (julianday(lastAccess) - 2440587.5) * 86400.0 FROM \(table)")
+            var objects: [(sha256: String, bytes: Int64, lastAccess: Date?)] = []
+            while let row = try rows.next() {
+                let seconds: Double? = row[2]
+                objects.append((row[0], row[1], seconds.flatMap { $0.isFinite ? Date(timeIntervalSince1970: $0) : nil }))
+            }
+            return objects
         }
     }
 

@@ -109,16 +109,13 @@ public final class ResourceManager: Sendable {
 
     /// The verified packs this manager accounts for: in a private cache all of them (those
     /// the manifest does not name are orphans, evicted first); in a store, the same less
-    /// the packs other live mounts' revisions name, which are theirs to keep. Records this
-    /// revision's packs as the mount's references, so other mounts leave them alone too.
+    /// the packs other live mounts' revisions name, which are theirs to keep.
     /// Blocking (reads the store's `mounts/`): runs within `init`, on the I/O executor.
     private static func ownedPacks(_ verified: [String: CachedPack], of manifest: Manifest, in store: PackStore) -> [String: CachedPack] {
         guard store.isShared else { return verified }
-        let named = manifest.packs.map(\.sha256.hex)
-        let base = Set(manifest.basePacks.map { Int($0.rawValue) })
-        // Priorities follow from the ledger once it exists (`publishToStore`).
-        store.recordReferences(named.enumerated().map { ($0.element, 0, base.contains($0.offset)) }, running: false)
-        let ours = Set(named)
+        // This revision's own references are recorded, with their priorities, once the
+        // ledger exists (`publishToStore`, at the end of `init`).
+        let ours = Set(manifest.packs.map(\.sha256.hex))
         let theirs = store.referencesOfOtherMounts()
         return verified.filter { ours.contains($0.key) || !theirs.contains($0.key) }
     }
