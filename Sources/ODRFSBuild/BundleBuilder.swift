@@ -52,11 +52,21 @@ public struct BundleBuilder: Sendable {
     /// Tags in the order recorded traces first needed them (`--prefetch-from`); they lead
     /// the manifest's prefetch list, the spec's own prefetch tags follow.
     public var learnedPrefetch: [Tag] = []
+    /// The bundle's identity (`--bundle-id`); nil takes the tag spec's `bundle:`, else the
+    /// dist dir's previous manifest's, else one derived from the resource directory's name.
+    public var bundleIdentity: BundleIdentity?
 
     public init(resourceRoot: String, specPath: String? = nil, logger: Logger) {
         self.resourceRoot = resourceRoot
         self.specPath = specPath
         self.logger = logger
+    }
+
+    /// The last component of `path` resolved (so "." names the directory it is).
+    static func directoryName(of path: String) -> String {
+        guard let resolved = realpath(path, nil) else { return String(path.split(separator: "/").last ?? "") }
+        defer { free(resolved) }
+        return String(String(cString: resolved).split(separator: "/").last ?? "")
     }
 
     public func build(into distDir: String) throws(BuildError) -> BuildReport {
@@ -81,9 +91,11 @@ public struct BundleBuilder: Sendable {
             let previous = try output.currentRevision()
             let revision = try output.nextRevision()
             if let previous { output.recordCurrentManifest(revision: previous) }
+            let identity = bundleIdentity ?? spec.bundle ?? output.currentBundleIdentity()
+                ?? BundleIdentity(deriving: Self.directoryName(of: root))
             let writer = BundleWriter(output: output, resourceRoot: root, chunkSize: chunkSize, compression: compression, logger: logger)
-            let bundle = try writer.write(tree: tree, plan: plan, spec: spec, learnedPrefetch: learnedPrefetch, revision: revision, expires: expires,
-                                          written: &written, warnings: &warnings)
+            let bundle = try writer.write(tree: tree, plan: plan, spec: spec, identity: identity, learnedPrefetch: learnedPrefetch,
+                                          revision: revision, expires: expires, written: &written, warnings: &warnings)
             let signature: ManifestSignature?
             if let signingKey {
                 do { signature = try signingKey.sign(bundle.encoded) } catch { throw BuildError(.io, path: nil, "cannot sign the manifest: \(error)") }

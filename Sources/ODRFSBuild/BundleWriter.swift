@@ -28,7 +28,7 @@ struct BundleWriter {
     let compression: CompressionSetting
     let logger: Logger
 
-    func write(tree: ResourceTree, plan: PackPlan, spec: TagSpec, learnedPrefetch: [ODRFSCore.Tag], revision: Int64, expires: Int64?,
+    func write(tree: ResourceTree, plan: PackPlan, spec: TagSpec, identity: BundleIdentity, learnedPrefetch: [ODRFSCore.Tag], revision: Int64, expires: Int64?,
                written: inout Written, warnings: inout [String]) throws(BuildError) -> Bundle {
         let writer = PackFileWriter(resourceRoot: resourceRoot, chunkSize: chunkSize)
         var descriptors: [PackDescriptor] = []
@@ -100,6 +100,7 @@ struct BundleWriter {
                                 initialInstall: spec.initialInstall, prefetch: BundleBuilder.prefetchList(spec, learned: learnedPrefetch),
                                 revision: revision, expires: expires)
         manifest.variants = variants
+        manifest.bundle = identity
         // What every mount will check, checked here first: a bundle beyond BundleLimits or
         // otherwise unmountable fails the build instead of every mount.
         let encoded = manifest.encoded()

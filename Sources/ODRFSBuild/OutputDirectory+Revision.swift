@@ -11,6 +11,18 @@ extension OutputDirectory {
     /// still be replaceable, so the rest of it is not validated here.
     private struct RevisionProbe: Decodable {
         var revision: Int64?
+        var bundle: String?
+    }
+
+    /// The bundle identity of the manifest at the dist path now, if it has a valid one: a
+    /// rebuild keeps the identity it was first given.
+    func currentBundleIdentity() -> BundleIdentity? {
+        let manifestPath = path + "/" + Manifest.fileName
+        var info = stat()
+        guard lstat(manifestPath, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size <= 64 << 20,
+              let data = FileManager.default.contents(atPath: manifestPath),
+              let text = (try? JSONDecoder().decode(RevisionProbe.self, from: data))?.bundle else { return nil }
+        return BundleIdentity(text)
     }
 
     /// The revision the new manifest gets: 1 for a fresh output, else one more than the

@@ -4,7 +4,7 @@ import Yams
 /// Parsing of `odr.yaml` through Yams' node tree, which keeps line and column marks so that
 /// every error can point at the offending spot.
 extension TagSpec {
-    static let knownKeys = ["tags", "initial-install", "prefetch", "preservation", "variants"]
+    static let knownKeys = ["bundle", "tags", "initial-install", "prefetch", "preservation", "variants"]
 
     /// Parses and validates spec text; `file` names the spec in error messages.
     public static func parse(_ text: String, file: String = TagSpec.defaultFileName) throws(TagSpecError) -> TagSpec {
@@ -51,6 +51,7 @@ private struct SpecReader {
         var lists: [String: [(ODRFSCore.Tag, Node)]] = [:]
         var preservation: [(ODRFSCore.Tag, Double, Node)] = []
         var variants: [VariantDeclaration] = []
+        var bundle: BundleIdentity?
         for (keyNode, value) in top {
             let key = try scalar(keyNode, what: "a key")
             switch key {
@@ -58,6 +59,10 @@ private struct SpecReader {
             case "initial-install", "prefetch": lists[key] = try readTagList(value, key: key)
             case "preservation": preservation = try readPreservation(value)
             case "variants": variants = try readVariants(value)
+            case "bundle":
+                let text = try scalar(value, what: "the bundle's identity")
+                if let problem = BundleIdentity.problem(with: text) { throw error(.invalidBundleIdentity, at: value, "bundle: \(problem)") }
+                bundle = BundleIdentity(text)
             default:
                 throw error(.unknownKey, at: keyNode,
                             "unknown key '\(key)'; the tag spec knows \(TagSpec.knownKeys.joined(separator: ", "))")
@@ -88,7 +93,7 @@ private struct SpecReader {
             priorities[tag] = priority
         }
         return TagSpec(rules: rules, initialInstall: (lists["initial-install"] ?? []).map(\.0),
-                       prefetch: (lists["prefetch"] ?? []).map(\.0), preservation: priorities, variants: variants)
+                       prefetch: (lists["prefetch"] ?? []).map(\.0), preservation: priorities, variants: variants, bundle: bundle)
     }
 
     private func scalar(_ node: Node, what: String) throws(TagSpecError) -> String {

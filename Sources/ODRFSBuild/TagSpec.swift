@@ -3,6 +3,7 @@ import ODRFSCore
 /// The tag spec: which files carry which tags, and the categories and priorities of the tags.
 ///
 /// ```yaml
+/// bundle: com.example.Game   # the bundle's identity (optional; see BundleIdentity)
 /// tags:
 ///   Iceland: ["Iceland/**", "iceland.json"]
 ///   Italy:   ["Italy/**", "italy.json"]
@@ -36,17 +37,20 @@ public struct TagSpec: Sendable, Equatable {
     /// The variant keys, in declared order; empty when the bundle has none (then no name
     /// is read as a variant suffix).
     public var variants: [VariantDeclaration]
+    /// The bundle's identity (`bundle:`), if the spec gives one.
+    public var bundle: BundleIdentity?
 
     /// A spec with no tags: every file goes into the base pack.
     public static let empty = TagSpec(rules: [], initialInstall: [], prefetch: [], preservation: [:])
 
     public init(rules: [Rule], initialInstall: [ODRFSCore.Tag], prefetch: [ODRFSCore.Tag],
-                preservation: [ODRFSCore.Tag: Double], variants: [VariantDeclaration] = []) {
+                preservation: [ODRFSCore.Tag: Double], variants: [VariantDeclaration] = [], bundle: BundleIdentity? = nil) {
         self.rules = rules.sorted { $0.tag < $1.tag }
         self.initialInstall = initialInstall
         self.prefetch = prefetch
         self.preservation = preservation
         self.variants = variants
+        self.bundle = bundle
     }
 
     public var tags: [ODRFSCore.Tag] { rules.map(\.tag) }

@@ -14,6 +14,8 @@ public struct TagSpecError: Error, CustomStringConvertible, Equatable {
         case priorityOutOfRange
         /// A `variants:` declaration that cannot be used (names, values, default, rules).
         case invalidVariant
+        /// `bundle:` is not a valid bundle identity.
+        case invalidBundleIdentity
     }
 
     public let kind: Kind

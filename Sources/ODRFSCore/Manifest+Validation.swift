@@ -13,6 +13,9 @@ extension Manifest {
             throw ManifestError(.invalidExpiry, "expires \(expires) is outside \(BundleLimits.expiryRange.lowerBound)...\(BundleLimits.expiryRange.upperBound) (Unix seconds)")
         }
         try validateMirrors()
+        if let bundle, let problem = BundleIdentity.problem(with: bundle.rawValue) {
+            throw ManifestError(.invalidBundleIdentity, "bundle: \(problem)")
+        }
         guard BundleLimits.chunkSizeRange.contains(chunkSize) else {
             throw ManifestError(.invalidChunkSize, "chunkSize \(chunkSize.value) is outside \(BundleLimits.chunkSizeRange.lowerBound.value)...\(BundleLimits.chunkSizeRange.upperBound.value)")
         }

@@ -47,6 +47,9 @@ public struct Manifest: Codable, Sendable, Equatable {
     /// order (see ``VariantDeclaration``); absent when the bundle has none. At most
     /// ``VariantDeclaration/maximumKeys``.
     public var variants: [VariantDeclaration]?
+    /// The bundle's identity ("com.example.Game"; see ``BundleIdentity``), the same for every
+    /// revision and origin of the bundle. Absent in manifests built before identities existed.
+    public var bundle: BundleIdentity?
 
     /// Bounds on ``mirrors``: the manifest is hostile input.
     public static let maximumMirrors = 16
@@ -87,6 +90,7 @@ public struct Manifest: Codable, Sendable, Equatable {
         expires = try container.decodeIfPresent(Int64.self, forKey: .expires)
         mirrors = try container.decodeIfPresent([String].self, forKey: .mirrors)
         variants = try container.decodeIfPresent([VariantDeclaration].self, forKey: .variants)
+        bundle = try container.decodeIfPresent(BundleIdentity.self, forKey: .bundle)
     }
 
     /// The bundle version of a bundle with this index and these packs. Pack ids take part so that

@@ -24,6 +24,8 @@ public struct ManifestError: Error, CustomStringConvertible, Equatable {
         case tooLarge
         /// An entry of `mirrors` is not a usable http(s) URL.
         case invalidMirror
+        /// `bundle` is not a valid ``BundleIdentity``.
+        case invalidBundleIdentity
     }
 
     public let kind: Kind

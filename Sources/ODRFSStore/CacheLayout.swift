@@ -13,11 +13,15 @@ import ODRFSCore
 ///   trash/                evicted packs waiting to be unlinked off the lock
 ///   mounts/<id>/          a store's mount: its lock (LOCK_EX while it lives), references, work
 ///   files/<sha>           a store's passthrough copies, named by the SHA-256 of the file's bytes
+///   indexes/<sha>.odrx    a store's verified file indexes, each stored once for every bundle
+///   manifests/<sha>.json  a store's manifests, each stored once for every bundle
 /// bundle (bundleRoot)     a store: bundles/<key>/, one per origin; a private cache: the root
 ///   index.sqlite          the bundle's own memory: priority overrides, trusted revisions, traces
 ///                         (a private cache: the same file as the objects' rows)
 ///   manifest.json(.sig)   the manifest of the bundle version last mounted, its signature
-///   index/<sha>.odrx      verified file indexes: pinned, counted in the budget
+///                         (in a store, manifest.json is a hard link to its manifests/ object)
+///   index/<sha>.odrx      verified file indexes: pinned, counted in the budget (in a store,
+///                         hard links to indexes/ objects: an object no bundle links is garbage)
 ///   unverified/<sha>.tar  this bundle's packs waiting to be hashed again
 ///   odrfs.log             the daemon's log
 /// work (workRoot)         a store: mounts/<id>/; a private cache: the root
@@ -65,6 +69,21 @@ public struct CacheLayout: Sendable {
     /// The store's passthrough copy of the file whose bytes have this SHA-256 (hex).
     public func sharedFilePath(sha256: String) -> String {
         sharedFilesDirectory + "/" + sha256
+    }
+
+    /// A store's file indexes, each stored once (bundles hold hard links to them).
+    public var sharedIndexesDirectory: String { root + "/indexes" }
+    /// A store's manifests, each stored once (a bundle's `manifest.json` is a hard link).
+    public var sharedManifestsDirectory: String { root + "/manifests" }
+
+    /// The store's object for the file index with this SHA-256 (hex).
+    public func sharedIndexPath(sha256: String) -> String {
+        sharedIndexesDirectory + "/" + sha256 + "." + FileIndex.fileExtension
+    }
+
+    /// The store's object for the manifest whose bytes have this SHA-256 (hex).
+    public func sharedManifestPath(sha256: String) -> String {
+        sharedManifestsDirectory + "/" + sha256 + ".json"
     }
 
     public var indexDirectory: String { bundleRoot + "/index" }

@@ -27,7 +27,11 @@ extension PackStore: DownloadSink {
     }
 
     public func publish(_ file: TemporaryFile, index: IndexReference) throws(FetchError) {
-        do throws(StoreError) { try publish(file, to: path(of: index)) } catch { throw error.fetchError }
+        do throws(StoreError) {
+            if isShared { try publishSharedIndex(file, index: index) } else { try publish(file, to: path(of: index)) }
+        } catch {
+            throw error.fetchError
+        }
     }
 }
 

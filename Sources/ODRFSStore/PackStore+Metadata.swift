@@ -41,6 +41,7 @@ extension PackStore {
                 ])
                 continue
             }
+            if isShared { removeSharedIndexIfUnlinked(named: name) }
             removed.files += 1
             removed.bytes = Self.saturatingAdd(removed.bytes, bytes)
         }

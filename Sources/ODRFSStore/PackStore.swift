@@ -72,7 +72,8 @@ public final class PackStore: Sendable {
         var descriptors: [Int32] = []
         let opened: (index: CacheIndex, bundleIndex: CacheIndex)
         do {
-            for directory in [layout.root, layout.packsDirectory, layout.trashDirectory, layout.mountsDirectory, layout.sharedFilesDirectory, layout.bundleRoot,
+            for directory in [layout.root, layout.packsDirectory, layout.trashDirectory, layout.mountsDirectory, layout.sharedFilesDirectory,
+                              layout.sharedIndexesDirectory, layout.sharedManifestsDirectory, layout.bundleRoot,
                               layout.indexDirectory, layout.unverifiedDirectory, layout.workRoot, layout.temporaryDirectory,
                               layout.backingFilesDirectory] {
                 try Self.makeDirectory(directory)
@@ -96,6 +97,7 @@ public final class PackStore: Sendable {
         self.logger = logger
         removeDeadMounts()
         emptyTrash()
+        shareBundleMetadata()
     }
 
     deinit {
@@ -142,9 +144,11 @@ public final class PackStore: Sendable {
     /// and offset. A copy that does not match is removed.
     public func contains(_ index: IndexReference) -> Bool {
         let path = layout.path(of: index)
+        if isShared { linkSharedIndex(index) }
         guard index.bytes <= BundleLimits.maxIndexBytes, contains(path: path, bytes: index.bytes) else { return false }
         guard let digest = Self.sha256(ofFileAt: path), digest == index.sha256 else {
             logger.warning("removing cached file index whose SHA-256 does not match the manifest", metadata: ["path": "\(path)"])
+            if isShared { unlinkSharedIndex(named: (path as NSString).lastPathComponent, ifSameAs: path) }
             unlink(path)
             return false
         }
@@ -271,10 +275,14 @@ public final class PackStore: Sendable {
         } else if unlink(layout.manifestSignatureFile) != 0, errno != ENOENT {
             throw StoreError.system("cannot remove", path: layout.manifestSignatureFile)
         }
-        try saveFile(data, label: "manifest", to: layout.manifestFile)
+        if isShared {
+            try saveSharedManifest(data)
+        } else {
+            try saveFile(data, label: "manifest", to: layout.manifestFile)
+        }
     }
 
-    private func saveFile(_ data: Data, label: String, to destination: String) throws(StoreError) {
+    func saveFile(_ data: Data, label: String, to destination: String) throws(StoreError) {
         let file = try makeTemporaryFile(label: label)
         let written = data.withUnsafeBytes { buffer in write(file.descriptor, buffer.baseAddress, buffer.count) }
         guard written == data.count else {

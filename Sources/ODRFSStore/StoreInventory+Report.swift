@@ -5,8 +5,12 @@ import Foundation
 public struct StoreStatus: Codable, Sendable, Equatable {
     /// One bundle of the store.
     public struct BundleEntry: Codable, Sendable, Equatable {
-        /// The bundle's name in the store (the hash of its origin; see `CacheLayout.bundleKey`).
-        public var bundle: String
+        /// The bundle's identity from its manifest ("com.example.Game"); `null` for a manifest
+        /// built before identities existed.
+        public var bundle: String?
+        /// Its directory in the store (the hash of its origin; see `CacheLayout.bundleKey`):
+        /// one identity served from two origins is two entries.
+        public var key: String
         public var origin: String?
         public var revision: Int64?
         public var mounted: Bool
@@ -19,7 +23,7 @@ public struct StoreStatus: Codable, Sendable, Equatable {
         public var lastUse: Date?
 
         enum CodingKeys: String, CodingKey {
-            case bundle, origin, revision, mounted, mountpoints, running, bytes
+            case bundle, key, origin, revision, mounted, mountpoints, running, bytes
             case retainedBytes = "retained_bytes"
             case lastUse = "last_use"
         }
@@ -28,6 +32,7 @@ public struct StoreStatus: Codable, Sendable, Equatable {
         public func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(bundle, forKey: .bundle)
+            try container.encode(key, forKey: .key)
             try container.encode(origin, forKey: .origin)
             try container.encode(revision, forKey: .revision)
             try container.encode(mounted, forKey: .mounted)
@@ -120,7 +125,7 @@ extension StoreInventory {
                 if let used = object.lastUse, used > (lastUse ?? .distantPast) { lastUse = used }
             }
             for object in bundle.metadata { bytes = bytes.saturatingAdd(object.bytes) }
-            return StoreStatus.BundleEntry(bundle: bundle.key, origin: bundle.origin, revision: bundle.revision, mounted: !bundle.mounts.isEmpty,
+            return StoreStatus.BundleEntry(bundle: bundle.identity?.rawValue, key: bundle.key, origin: bundle.origin, revision: bundle.revision, mounted: !bundle.mounts.isEmpty,
                                            mountpoints: bundle.mounts.map(\.mountpoint).sorted(), running: retained > 0,
                                            bytes: bytes, retainedBytes: retained, lastUse: lastUse)
         }
@@ -128,11 +133,22 @@ extension StoreInventory {
                            objects: objects.count, sharedBytes: shared, savedBytes: saved, bundles: entries)
     }
 
-    /// The list report, optionally only the objects bundle `key` references.
-    public func list(bundle key: String? = nil) -> [StoreListEntry] {
-        objects.filter { key == nil || $0.bundles.contains(key!) }.map {
-            StoreListEntry(kind: $0.kind, sha256: $0.sha256, bytes: $0.bytes, bundles: $0.bundles, retained: $0.retained, lastUse: $0.lastUse)
+    /// The list report, optionally only the objects the bundle `name` references (its
+    /// identity, origin or key: ``bundles(named:)``). Each object names the bundles that
+    /// reference it by identity (by key when their manifest has none), each once.
+    public func list(bundle name: String? = nil) -> [StoreListEntry] {
+        let chosen = name.map { Set(bundles(named: $0).map(\.key)) }
+        let names = Dictionary(bundles.map { ($0.key, $0.identity?.rawValue ?? $0.key) }, uniquingKeysWith: { first, _ in first })
+        return objects.filter { object in chosen.map { !$0.isDisjoint(with: object.bundles) } ?? true }.map {
+            StoreListEntry(kind: $0.kind, sha256: $0.sha256, bytes: $0.bytes, bundles: Array(Set($0.bundles.map { names[$0] ?? $0 })).sorted(),
+                           retained: $0.retained, lastUse: $0.lastUse)
         }
+    }
+
+    /// The bundles an operator means by `name`: its identity (every origin of it), its
+    /// origin, or its key in the store.
+    public func bundles(named name: String) -> [Bundle] {
+        bundles.filter { $0.identity?.rawValue == name || $0.origin == name || $0.key == name }
     }
 }
 

@@ -29,7 +29,10 @@ public struct StoreInventory: Sendable {
 
     /// One bundle of the store.
     public struct Bundle: Sendable {
+        /// Its directory under `bundles/` (the hash of its origin).
         public var key: String
+        /// Its cached manifest's bundle identity, if the manifest has one.
+        public var identity: BundleIdentity?
         public var origin: String?
         /// The revision of its cached manifest, if that parses.
         public var revision: Int64?
@@ -90,7 +93,7 @@ public struct StoreInventory: Sendable {
             objects.append(Object(kind: .file, sha256: hash.hex, bytes: Int64(info.st_size), path: path, bundles: [], retained: false,
                                   lastUse: copies[hash.hex] ?? nil))
         }
-        objects += bundles.flatMap(\.metadata)
+        objects += sharedMetadata(root: root, bundles: bundles)
         return StoreInventory(root: root, objects: objects.sorted { ($0.kind.rawValue, $0.sha256) < ($1.kind.rawValue, $1.sha256) },
                               bundles: bundles.sorted { $0.key < $1.key }, configuration: configuration)
     }
@@ -100,11 +103,12 @@ public struct StoreInventory: Sendable {
         var bundles: [Bundle] = []
         for key in (try? FileManager.default.contentsOfDirectory(atPath: root + "/bundles")) ?? [] {
             let directory = root + "/bundles/" + key
-            var bundle = Bundle(key: key, origin: nil, revision: nil, mounts: [], packs: [], basePacks: [], metadata: [])
+            var bundle = Bundle(key: key, identity: nil, origin: nil, revision: nil, mounts: [], packs: [], basePacks: [], metadata: [])
             bundle.origin = PackStore.boundedContents(of: directory + "/origin", limit: 64 << 10).map { String(decoding: $0, as: UTF8.self) }
             let manifestPath = directory + "/" + Manifest.fileName
             if let data = PackStore.boundedContents(of: manifestPath, limit: 64 << 20), let manifest = try? Manifest.decode(data) {
                 bundle.revision = manifest.revision
+                bundle.identity = manifest.bundle
                 bundle.packs = Set(manifest.packs.map(\.sha256.hex))
                 bundle.basePacks = Set(manifest.basePacks.map { manifest.pack($0).sha256.hex })
                 bundle.metadata.append(Object(kind: .manifest, sha256: ContentHash.of(data).hex, bytes: Int64(data.count),
@@ -122,6 +126,39 @@ public struct StoreInventory: Sendable {
             bundles.append(bundle)
         }
         return bundles
+    }
+
+    /// The file indexes and manifests, each once: the store's objects (`indexes/`,
+    /// `manifests/`, referenced by the bundles that link them, unreferenced when none does)
+    /// and what a bundle holds that is no object yet (a store of the previous layout).
+    static func sharedMetadata(root: String, bundles: [Bundle]) -> [Object] {
+        var merged: [String: Object] = [:]
+        for bundle in bundles {
+            for object in bundle.metadata {
+                let key = object.kind.rawValue + object.sha256
+                if merged[key] == nil { merged[key] = object } else { merged[key]!.bundles.append(bundle.key) }
+            }
+        }
+        let directories: [(Kind, String, String)] = [(.index, "/indexes", "." + FileIndex.fileExtension), (.manifest, "/manifests", ".json")]
+        for (kind, directory, suffix) in directories {
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: root + directory)) ?? [] {
+                guard name.hasSuffix(suffix), let hash = ContentHash(hex: String(name.dropLast(suffix.count))) else { continue }
+                let path = root + directory + "/" + name
+                var info = stat()
+                guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
+                let key = kind.rawValue + hash.hex
+                if merged[key] == nil {
+                    merged[key] = Object(kind: kind, sha256: hash.hex, bytes: Int64(info.st_size), path: path, bundles: [], retained: false, lastUse: nil)
+                } else {
+                    merged[key]!.path = path
+                }
+            }
+        }
+        return merged.values.map { object in
+            var object = object
+            object.bundles.sort()
+            return object
+        }
     }
 
     /// The live mounts of the store: their records and the packs their revisions name.

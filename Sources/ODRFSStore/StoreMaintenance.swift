@@ -19,31 +19,49 @@ public enum StoreMaintenance {
     }
 
     /// Removes the packs no bundle references (neither a cached manifest nor a live mount),
-    /// and the file indexes of unmounted bundles other than their cached manifest's.
+    /// the file indexes of unmounted bundles other than their cached manifest's, and the
+    /// index and manifest objects no bundle links any more (a replaced revision's).
     public static func collectGarbage(root: String) throws(StoreError) -> Removal {
         let inventory = try StoreInventory.read(root: root, probingHolds: false)
         var removal = try remove(inventory.unreferencedPacks, root: root)
         for bundle in inventory.bundles where bundle.mounts.isEmpty {
             let current = currentIndex(of: bundle, root: root)
             for object in bundle.metadata where object.kind == .index && object.sha256 != current {
-                if unlink(object.path) == 0 {
-                    removal.objects += 1
-                    removal.bytes = removal.bytes.saturatingAdd(object.bytes)
-                }
+                // The bundle's link; its object goes below once nothing else links it. A
+                // file of the previous layout (one link) is freed here.
+                let path = root + "/bundles/" + bundle.key + "/index/" + object.sha256 + "." + FileIndex.fileExtension
+                var info = stat()
+                guard lstat(path, &info) == 0, unlink(path) == 0, info.st_nlink == 1 else { continue }
+                removal.objects += 1
+                removal.bytes = removal.bytes.saturatingAdd(Int64(info.st_size))
+            }
+        }
+        for (directory, suffix) in [("/indexes", "." + FileIndex.fileExtension), ("/manifests", ".json")] {
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: root + directory)) ?? [] where name.hasSuffix(suffix) {
+                let path = root + directory + "/" + name
+                var info = stat()
+                // One link: its own name. Every bundle that uses it holds another.
+                guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_nlink == 1, unlink(path) == 0 else { continue }
+                removal.objects += 1
+                removal.bytes = removal.bytes.saturatingAdd(Int64(info.st_size))
             }
         }
         return removal
     }
 
-    /// Removes bundle `key`'s packs that no other bundle references and no mount holds (its
-    /// base packs too, unless it is mounted).
-    public static func evict(bundle key: String, root: String) throws(StoreError) -> Removal {
+    /// Removes the packs of bundle `name` (its identity, origin or key: every origin of an
+    /// identity) that no other bundle references and no mount holds (its base packs too,
+    /// unless it is mounted).
+    public static func evict(bundle name: String, root: String) throws(StoreError) -> Removal {
         let inventory = try StoreInventory.read(root: root, probingHolds: false)
-        guard let bundle = inventory.bundles.first(where: { $0.key == key || $0.origin == key }) else {
-            throw StoreError(.io, "the store \(root) has no bundle \(key) (see odrfs store status)")
+        let chosen = inventory.bundles(named: name)
+        guard !chosen.isEmpty else {
+            throw StoreError(.io, "the store \(root) has no bundle \(name) (see odrfs store status)")
         }
+        let keys = Set(chosen.map(\.key))
+        let mountedBase = chosen.filter { !$0.mounts.isEmpty }.reduce(into: Set<String>()) { $0.formUnion($1.basePacks) }
         let victims = inventory.objects.filter { object in
-            object.kind == .pack && object.bundles == [bundle.key] && (bundle.mounts.isEmpty || !bundle.basePacks.contains(object.sha256))
+            object.kind == .pack && !object.bundles.isEmpty && keys.isSuperset(of: object.bundles) && !mountedBase.contains(object.sha256)
         }
         return try remove(victims, root: root)
     }

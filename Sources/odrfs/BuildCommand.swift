@@ -55,6 +55,11 @@ struct BuildCommand: ParsableCommand {
     @Option(help: "Keep the packs and indexes of the last N revisions (the new one included); remove the rest.")
     var keep: Int = BundleBuilder.defaultKeep
 
+    @Option(name: .customLong("bundle-id"), help: ArgumentHelp(
+        "The bundle's identity, as a bundle identifier (com.example.Game); default: the tag spec's bundle:, else the dist dir's, else the resource directory's name.",
+        valueName: "id"))
+    var bundleID: String?
+
     @Option(name: .customLong("chunk-size"), help: ArgumentHelp(
         "The unit of verification, of compressed frames and of what an update of a compressed pack fetches (16K to 64M; default 1M).",
         valueName: "size"))
@@ -80,6 +85,12 @@ struct BuildCommand: ParsableCommand {
         var builder = BundleBuilder(resourceRoot: resourceDir, specPath: spec, logger: logger)
         builder.compression = compress.value
         builder.keep = keep
+        if let bundleID {
+            guard let identity = BundleIdentity(bundleID) else {
+                throw ValidationError("--bundle-id \(bundleID): \(BundleIdentity.problem(with: bundleID) ?? "invalid")")
+            }
+            builder.bundleIdentity = identity
+        }
         if let chunkSize { builder.chunkSize = chunkSize.value }
         if let signKey {
             builder.signingKey = try loadSigningKey(signKey)

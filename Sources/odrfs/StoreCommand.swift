@@ -61,7 +61,7 @@ struct StoreStatusCommand: ParsableCommand {
         print("objects: \(status.objects), \(ByteCount(status.bytes)); shared \(ByteCount(status.sharedBytes)), saved by deduplication \(ByteCount(status.savedBytes))")
         for bundle in status.bundles {
             let state = bundle.running ? "running" : bundle.mounted ? "mounted" : "not mounted"
-            print("bundle \(bundle.bundle) (\(bundle.origin ?? "origin unknown")): revision \(bundle.revision.map(String.init) ?? "?"), \(state)"
+            print("bundle \(bundle.bundle ?? bundle.key) (\(bundle.origin ?? "origin unknown")): revision \(bundle.revision.map(String.init) ?? "?"), \(state)"
                   + (bundle.mountpoints.isEmpty ? "" : " at \(bundle.mountpoints.joined(separator: ", "))")
                   + ", \(ByteCount(bundle.bytes)) (\(ByteCount(bundle.retainedBytes)) retained)"
                   + ", last use \(bundle.lastUse.map { $0.formatted(.iso8601) } ?? "never")")
@@ -74,7 +74,7 @@ struct StoreListCommand: ParsableCommand {
         commandName: "list", abstract: "Every object: kind, SHA-256, bytes, the bundles that reference it, retained, last use.")
 
     @OptionGroup var location: StoreLocation
-    @Option(name: .long, help: "Only the objects of this bundle (its name in the store, or its origin).") var bundle: String?
+    @Option(name: .long, help: "Only the objects of this bundle (its identity, its origin, or its key in the store).") var bundle: String?
     @Flag(name: .long, help: "Print one JSON object a line.") var json = false
 
     func run() throws {
@@ -84,8 +84,7 @@ struct StoreListCommand: ParsableCommand {
         } catch {
             StoreLocation.fail("list", error.description)
         }
-        let key = bundle.map { name in inventory.bundles.first { $0.origin == name }?.key ?? name }
-        for entry in inventory.list(bundle: key) {
+        for entry in inventory.list(bundle: bundle) {
             if json {
                 StoreLocation.printJSON(entry, pretty: false)
             } else {
@@ -101,7 +100,7 @@ struct StoreEvictCommand: ParsableCommand {
         commandName: "evict", abstract: "Drop a bundle's packs that no other bundle references and no mount holds.")
 
     @OptionGroup var location: StoreLocation
-    @Argument(help: "The bundle: its name in the store (see odrfs store status) or its origin.") var bundle: String
+    @Argument(help: "The bundle: its identity (every origin of it), its origin, or its key in the store (see odrfs store status).") var bundle: String
 
     func run() throws {
         do {

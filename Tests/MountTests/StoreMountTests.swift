@@ -83,6 +83,39 @@ struct StoreMountTests {
         }
     }
 
+    @Test("one bundle from two origins: its file index and manifest are stored once, and the second origin is never asked for the index")
+    func indexAndManifestStoredOnce() async throws {
+        let fixture = try MountFixture()
+        let (store, second) = try await fixture.storeWorld()
+        try await Self.withOrigin(fixture.dist) { first in
+            try await Self.withOrigin(fixture.dist) { other in
+                try await fixture.mount(origin: first.baseURL, store: store)
+                try await fixture.mount(at: second, origin: other.baseURL, store: store)
+                let index = try fixture.manifest.index
+                #expect(first.requests(of: "/" + index.file).count == 1)
+                #expect(other.requests(of: "/" + index.file).isEmpty, "the second origin was asked for an index the store had")
+                #expect(await readThroughMount(second + "/big.bin") == Self.big)
+                // One object each, linked by both bundles (and named once in the store).
+                let indexes = try FileManager.default.contentsOfDirectory(atPath: store + "/indexes")
+                #expect(indexes == [index.sha256.hex + ".odrx"])
+                var info = stat()
+                #expect(stat(store + "/indexes/" + indexes[0], &info) == 0 && info.st_nlink == 3)
+                let manifests = try FileManager.default.contentsOfDirectory(atPath: store + "/manifests")
+                #expect(manifests.count == 1)
+                #expect(stat(store + "/manifests/" + manifests[0], &info) == 0 && info.st_nlink == 3)
+                let listed = try await fixture.odrfs(["store", "list", "--store", store, "--json"])
+                let lines = listed.output.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+                let indexLines = lines.filter { $0["kind"] as? String == "index" }
+                #expect(indexLines.count == 1 && indexLines.first?["bundles"] as? [String] == ["source"], "\(indexLines)")
+                #expect(try await fixture.unmount(second).status == 0)
+                #expect(try await fixture.unmount().status == 0)
+                // Both bundles still link them: gc keeps them.
+                #expect(try await fixture.odrfs(["store", "gc", "--store", store]).status == 0)
+                #expect(try FileManager.default.contentsOfDirectory(atPath: store + "/indexes") == indexes)
+            }
+        }
+    }
+
     @Test("a pack one mount holds open is never evicted by another mount's purge; once closed, it is; a mount killed with -9 holds nothing")
     func holdsAcrossMounts() async throws {
         let fixture = try MountFixture()

@@ -41,6 +41,10 @@ struct StoreToolsTests {
         #expect(first["running"] as? Bool == true, "the bundle with an open file is not running")
         #expect((first["retained_bytes"] as? Int).map(Int64.init) ?? 0 >= bigBytes)
         #expect(first["revision"] as? Int == 1)
+        #expect(first["bundle"] as? String == "source", "bundle is not the manifest's identity")
+        let other = try #require(bundles.first { ($0["mountpoints"] as? [String]) == [second] })
+        #expect(other["bundle"] as? String == MountFixture.secondBundleIdentity)
+        #expect(first["key"] as? String == CacheLayout.bundleKey(forOrigin: fixture.dist))
         for key in ["cache_size", "min_free", "bytes", "objects", "bundle", "last_use"] {
             #expect(status[key] != nil || first[key] != nil, "no \(key)")
         }
@@ -54,6 +58,11 @@ struct StoreToolsTests {
         #expect((bigLine["bundles"] as? [String])?.count == 2)
         #expect(bigLine["retained"] as? Bool == true)
         #expect(lines.contains { $0["kind"] as? String == "index" } && lines.contains { $0["kind"] as? String == "manifest" })
+        #expect(bigLine["bundles"] as? [String] == ["com.example.second", "source"])
+        let filtered = try await fixture.odrfs(["store", "list", "--store", store, "--json", "--bundle", MountFixture.secondBundleIdentity])
+        let own = try filtered.output.split(separator: "\n").map { try Self.json(String($0)) }
+        #expect(!own.isEmpty && own.count < lines.count, "--bundle by identity did not filter")
+        #expect(own.allSatisfy { ($0["bundles"] as? [String])?.contains(MountFixture.secondBundleIdentity) == true })
         holding.close()
         #expect(try await fixture.unmount(second).status == 0)
         #expect(try await fixture.unmount().status == 0)
@@ -74,10 +83,15 @@ struct StoreToolsTests {
         let update = try await fixture.odrfs(["update", fixture.mountpoint])
         try #require(update.status == 0, "\(update.stderr)")
         #expect(access(store + "/packs/\(oldLevel2).tar", F_OK) == 0)
+        let manifestObjects = try FileManager.default.contentsOfDirectory(atPath: store + "/manifests")
+        #expect(manifestObjects.count == 2, "the replaced manifest's object is gone before gc, or the new one is missing: \(manifestObjects)")
         let gc = try await fixture.odrfs(["store", "gc", "--store", store])
         try #require(gc.status == 0, "\(gc.stderr)")
         #expect(access(store + "/packs/\(oldLevel2).tar", F_OK) != 0, "gc left the replaced revision's pack")
         #expect(gc.output.contains("bytes freed") && !gc.output.contains(" 0 bytes freed"), "\(gc.output)")
+        let current = try Data(contentsOf: URL(fileURLWithPath: fixture.dist + "/manifest.json"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: store + "/manifests") == [ContentHash.of(current).hex + ".json"],
+                "gc left the replaced revision's manifest")
         #expect(await readThroughMount(fixture.mountpoint + "/big.bin") == Self.big)
 
         try await fixture.mount(at: second, origin: otherDist, store: store)

@@ -183,3 +183,31 @@ struct ManifestMirrorTests {
         #expect(throws: ManifestError.self) { _ = try Manifest.decode(manifest(mirrors: mirrors)) }
     }
 }
+
+/// The optional `bundle` identity: hostile input, bounded and checked; absent in old manifests.
+struct ManifestBundleIdentityTests {
+    func manifest(bundle: String?) -> Data {
+        var manifest = SyntheticBundle(packContents: [(.base, [1, 2, 3])]).manifest
+        manifest.bundle = bundle.map { BundleIdentity(deriving: "x").withRawValue($0) }
+        return manifest.encoded()
+    }
+
+    @Test func aValidIdentityDecodesAndAbsentMeansNone() throws {
+        #expect(try Manifest.decode(manifest(bundle: nil)).bundle == nil)
+        #expect(try Manifest.decode(manifest(bundle: "com.example.Game")).bundle?.rawValue == "com.example.Game")
+        #expect(!String(decoding: manifest(bundle: nil), as: UTF8.self).contains("\"bundle\""), "an old manifest's bytes are unchanged")
+    }
+
+    @Test(arguments: ["", "../x", "a/b", "a b", "\u{1B}[31m", ".hidden", "-flag", "ünï", String(repeating: "a", count: 256)])
+    func hostileIdentitiesAreRefused(_ bundle: String) {
+        #expect(throws: ManifestError.self) { _ = try Manifest.decode(manifest(bundle: bundle)) }
+    }
+}
+
+extension BundleIdentity {
+    /// Any text as an identity, unchecked: what a hostile manifest could carry.
+    func withRawValue(_ text: String) -> BundleIdentity {
+        let data = try! JSONEncoder().encode([text])
+        return try! JSONDecoder().decode([BundleIdentity].self, from: data)[0]
+    }
+}

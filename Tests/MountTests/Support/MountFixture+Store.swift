@@ -15,6 +15,10 @@ extension MountFixture {
         return (root + "/store", second)
     }
 
+    /// The identity `buildSecondBundle` gives its bundle (the first is named after its source
+    /// directory, "source").
+    static let secondBundleIdentity = "com.example.second"
+
     /// A second bundle: the source tree copied with its times (so the packs of unchanged files
     /// are byte for byte the same, the Big pack among them) and `levels/2/map.dat` changed.
     /// Returns its dist dir.
@@ -22,7 +26,7 @@ extension MountFixture {
         let source = root + "/source2", dist = root + "/dist2"
         #expect(try await Command.run("/bin/cp", ["-a", self.source, source]).status == 0)
         try Data(TestBundle.pseudoRandom(70_000, seed: 99)).write(to: URL(fileURLWithPath: source + "/levels/2/map.dat"))
-        #expect(try await odrfs(["build", source, "-o", dist]).status == 0)
+        #expect(try await odrfs(["build", source, "-o", dist, "--bundle-id", Self.secondBundleIdentity]).status == 0)
         let other = try Manifest.decode(Data(contentsOf: URL(fileURLWithPath: dist + "/manifest.json")))
         #expect(other.packs.first { $0.id.rawValue == "Big" }?.sha256 == (try manifest.packs.first { $0.id.rawValue == "Big" }?.sha256),
                 "the two bundles do not share their Big pack")
