@@ -97,6 +97,7 @@ public final class PackStore: Sendable {
         self.logger = logger
         removeDeadMounts()
         emptyTrash()
+        removeAbandonedClaims()
         shareBundleMetadata()
     }
 

@@ -44,6 +44,9 @@ public final class FaultOrigin: Sendable {
         case partialContent(contentRange: String)
         /// 206 with this Content-Type and body, whatever was asked (a hostile multipart answer).
         case rawPartial(contentType: String, body: [UInt8])
+        /// Honours `Range` as `.serve` does, sends the first `n` bytes of the answer, then the
+        /// rest once the test opens `gate`: a download held in flight for as long as a test needs.
+        case pause(after: Int, gate: FaultGate)
     }
 
     /// One request as the origin saw it.
@@ -285,6 +288,22 @@ private final class FaultHandler: ChannelInboundHandler {
                 }
             }
             drip(0)
+        case .pause(let count, let gate):
+            writeHead(status: status, headers: headers, length: body.count, context: context)
+            var head = context.channel.allocator.buffer(capacity: count)
+            head.writeBytes(body.prefix(count))
+            context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(head))), promise: nil)
+            let channel = context.channel
+            let rest = Array(body.dropFirst(count))
+            gate.whenOpen {
+                channel.eventLoop.execute {
+                    guard channel.isActive else { return }
+                    var buffer = channel.allocator.buffer(capacity: rest.count)
+                    buffer.writeBytes(rest)
+                    channel.write(HTTPServerResponsePart.body(.byteBuffer(buffer)), promise: nil)
+                    channel.writeAndFlush(HTTPServerResponsePart.end(nil), promise: nil)
+                }
+            }
         case .stallIgnoringRange(let count), .trickle(let count):
             writeHead(status: status, headers: headers, length: body.count, context: context)
             var buffer = context.channel.allocator.buffer(capacity: count)
@@ -334,5 +353,30 @@ private final class FaultHandler: ChannelInboundHandler {
             context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
         }
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+    }
+}
+
+/// A gate a test opens once: what waits on it (``FaultOrigin/Behaviour/pause(after:gate:)``)
+/// runs then, or at once if it is open already.
+public final class FaultGate: Sendable {
+    private let state = Mutex<(open: Bool, waiting: [@Sendable () -> Void])>((false, []))
+
+    public init() {}
+
+    public func open() {
+        let waiting = state.withLock { state -> [@Sendable () -> Void] in
+            state.open = true
+            defer { state.waiting = [] }
+            return state.waiting
+        }
+        for body in waiting { body() }
+    }
+
+    func whenOpen(_ body: @escaping @Sendable () -> Void) {
+        let now = state.withLock { state -> Bool in
+            if !state.open { state.waiting.append(body) }
+            return state.open
+        }
+        if now { body() }
     }
 }

@@ -212,6 +212,67 @@ struct StoreMountTests {
         }
     }
 
+    /// The log the mounts of `origin` share in `store` (one bundle directory per origin).
+    static func storeLog(_ store: String, origin: String) -> String {
+        (try? String(contentsOfFile: store + "/bundles/" + CacheLayout.bundleKey(forOrigin: origin) + "/odrfs.log", encoding: .utf8)) ?? ""
+    }
+
+    static let waitingLine = "another mount of the store is downloading this pack; waiting for it"
+
+    @Test("two mounts of a store that want one pack at once download it once: the second waits for the first's download, then reads the store's copy")
+    func oneDownloadAcrossMounts() async throws {
+        let fixture = try MountFixture()
+        let (store, second) = try await fixture.storeWorld()
+        try await Self.withOrigin(fixture.dist) { origin in
+            let bigPack = try Self.packPath(fixture, "Big")
+            let gate = FaultGate()
+            origin.script(bigPack, [.pause(after: 100_000, gate: gate)])
+            try await fixture.mount(origin: origin.baseURL, store: store)
+            try await fixture.mount(at: second, origin: origin.baseURL, store: store)
+            let firstPath = fixture.mountpoint + "/big.bin"
+            let firstRead = Task { await readThroughMount(firstPath) }
+            #expect(await eventually(timeout: .seconds(10)) { origin.requests(of: bigPack).count == 1 }, "the first download never started")
+            let secondRead = Task { await readThroughMount(second + "/big.bin") }
+            let waited = await eventually(timeout: .seconds(10)) { Self.storeLog(store, origin: origin.baseURL).contains(Self.waitingLine) }
+            #expect(waited, "the second mount did not wait for the first's download")
+            #expect(origin.requests(of: bigPack).count == 1, "the second mount asked the origin for a pack the first was downloading")
+            gate.open()
+            #expect(await firstRead.value == Self.big)
+            #expect(await secondRead.value == Self.big)
+            #expect(origin.requests(of: bigPack).count == 1)
+            #expect(try fixture.fetches(of: "Big", at: second) == 0)
+            #expect(try await fixture.unmount(second).status == 0)
+            #expect(try await fixture.unmount().status == 0)
+        }
+    }
+
+    @Test("the mount downloading a pack others wait for is killed with -9: its claim goes with it, and a waiting mount downloads the pack and reads right")
+    func waitingMountTakesOverFromAKilledOne() async throws {
+        let fixture = try MountFixture()
+        let (store, second) = try await fixture.storeWorld()
+        try await Self.withOrigin(fixture.dist) { origin in
+            let bigPack = try Self.packPath(fixture, "Big")
+            let gate = FaultGate()
+            origin.script(bigPack, [.pause(after: 100_000, gate: gate)])
+            try await fixture.mount(origin: origin.baseURL, store: store)
+            try await fixture.mount(at: second, origin: origin.baseURL, store: store)
+            let reader = try ChildProcess("/bin/cat", [fixture.mountpoint + "/big.bin"], stdout: "/dev/null", stderr: fixture.root + "/cat.err")
+            defer { reader.stop() }
+            #expect(await eventually(timeout: .seconds(10)) { origin.requests(of: bigPack).count == 1 }, "the first download never started")
+            let secondRead = Task { await readThroughMount(second + "/big.bin") }
+            #expect(await eventually(timeout: .seconds(10)) { Self.storeLog(store, origin: origin.baseURL).contains(Self.waitingLine) })
+            try await fixture.killDaemon()
+            #expect(await secondRead.value == Self.big, "the waiting mount did not take the download over")
+            #expect(origin.requests(of: bigPack).count == 2)
+            #expect(try fixture.fetches(of: "Big", at: second) == 1)
+            gate.open()
+            _ = umount2(fixture.mountpoint, Int32(MNT_DETACH))
+            #expect(try await fixture.unmount(second).status == 0)
+            let check = try await fixture.odrfs(["store", "fsck", "--store", store])
+            #expect(check.status == 0, "\(check.output)")
+        }
+    }
+
     /// The cache line of a mount's status: `… reads passthrough (N files passed through now); …`.
     static func passedThrough(_ mountpoint: String) -> String {
         let text = (try? String(contentsOfFile: mountpoint + "/.odrfs/status", encoding: .utf8)) ?? ""

@@ -226,7 +226,13 @@ final class DownloadCoordinator: Sendable {
                     store.hasVerifiedCopy(of: descriptor) || store.adoptUnverified(descriptor, chunkSize: chunkSize, now: Date()) != nil
                 })
                 if !adopted {
-                    try await fetch(pack, descriptor, tally: tally)
+                    // In a store, one mount downloads a pack at a time; the others wait for it.
+                    let claimed = try await claimOrWaitForAnotherMount(descriptor)
+                    adopted = claimed.adopted
+                    if !adopted {
+                        defer { claimed.claim?.release() }
+                        try await fetch(pack, descriptor, tally: tally, claim: claimed.claim)
+                    }
                 }
                 result = .success(())
             } catch {
@@ -245,8 +251,11 @@ final class DownloadCoordinator: Sendable {
         }
     }
 
-    /// Downloads `pack` from the origin into the cache, with room made first.
-    private func fetch(_ pack: PackNumber, _ descriptor: PackDescriptor, tally: DownloadWireTally) async throws(FetchError) {
+    /// Downloads `pack` from the origin into the cache, with room made first. `claim`, this
+    /// mount's claim on the download in a store, is touched as bytes arrive, so that the
+    /// mounts waiting for it know it progresses.
+    private func fetch(_ pack: PackNumber, _ descriptor: PackDescriptor, tally: DownloadWireTally,
+                       claim: DownloadClaim?) async throws(FetchError) {
         try await io.run { () throws(FetchError) in try self.purger.makeRoom(for: pack) }
         table.events.publish(CacheEvent(.fetchStarted(descriptor)))
         let firstByte = FirstByteClock()
@@ -254,7 +263,53 @@ final class DownloadCoordinator: Sendable {
             if let elapsed = firstByte.elapsedOnFirstCall() {
                 self.table.metrics.recordRoundTrip(origin: self.downloader.origin.displayName, elapsed)
             }
+            claim?.touch()   // on the I/O thread, as every progress call
             self.advance(pack, to: progress, tally: tally)
+        }
+    }
+
+    /// How long a download claimed by another mount of the store may go without progress
+    /// before this mount downloads the pack too (that mount is stopped or wedged; its own
+    /// fetch timeout would have ended a download that merely stalls).
+    static let anotherMountsStallLimit: TimeInterval = 30
+
+    /// In a store: claims the download of `descriptor` for this mount, or waits (polling
+    /// every 100 ms, the task sleeping) while another mount downloads it, until that pack is
+    /// in the store (`adopted`), the claim is free (this mount claims it), or the other
+    /// download stops progressing. A private cache claims nothing and waits for nothing.
+    private func claimOrWaitForAnotherMount(_ descriptor: PackDescriptor) async throws(FetchError) -> (claim: DownloadClaim?, adopted: Bool) {
+        let store = downloader.store
+        let hash = descriptor.sha256.hex
+        var waiting = false
+        while true {
+            switch await io.run({ store.claimDownload(sha256: hash) }) {
+            case .unclaimed:
+                return (nil, false)
+            case .claimed(let claim):
+                // Another mount may have published it between the check and the claim.
+                if await io.run({ store.hasVerifiedCopy(of: descriptor) }) {
+                    claim.release()
+                    return (nil, true)
+                }
+                return (claim, false)
+            case .busy(let lastProgress):
+                if !waiting {
+                    waiting = true
+                    logger.info("another mount of the store is downloading this pack; waiting for it", metadata: ["pack.id": "\(descriptor.id)"])
+                }
+                if Date().timeIntervalSince(lastProgress) > Self.anotherMountsStallLimit {
+                    logger.warning("another mount's download of this pack makes no progress; downloading it here too", metadata: [
+                        "pack.id": "\(descriptor.id)", "stalled.seconds": "\(Int(Date().timeIntervalSince(lastProgress)))",
+                    ])
+                    return (nil, false)
+                }
+                do {
+                    try await Task.sleep(for: .milliseconds(100))
+                } catch {
+                    throw FetchError(.cancelled, "wait for another mount's download of pack '\(descriptor.id)' abandoned")
+                }
+                if await io.run({ store.hasVerifiedCopy(of: descriptor) }) { return (nil, true) }
+            }
         }
     }
 
