@@ -31,7 +31,7 @@ extension PackStore {
 
     /// Claims the download of the pack `sha256` for this mount, if no other mount has.
     public func claimDownload(sha256: String) -> DownloadClaimOutcome {
-        guard isShared, getenv("NOCLAIM") == nil else { return .unclaimed }
+        guard isShared else { return .unclaimed }
         let path = downloadClaimsDirectory + "/" + sha256 + ".lock"
         for _ in 0..<4 {
             let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
