@@ -27,6 +27,67 @@ extension CacheIndex {
                 table.column("lastAccess", .datetime)
             }
         }
+        migrator.registerMigration("v7: change sequence") { db in
+            // Every change to a pack or copy row takes the next number of one store-wide
+            // sequence (in the row, or in `removal` for a deleted row), kept by triggers so
+            // that every writer, whichever process, numbers its changes; a mount's mirror of
+            // the rows (StoreRows) then reads only what changed since it last looked.
+            try db.execute(sql: """
+                CREATE TABLE storeSequence (value INTEGER NOT NULL, prunedThrough INTEGER NOT NULL);
+                INSERT INTO storeSequence (value, prunedThrough) VALUES (1, 0);
+                CREATE TABLE removal (seq INTEGER PRIMARY KEY, sha256 TEXT NOT NULL, isFileCopy INTEGER NOT NULL);
+                ALTER TABLE pack ADD COLUMN changeSeq INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE filecopy ADD COLUMN changeSeq INTEGER NOT NULL DEFAULT 0;
+                CREATE INDEX packChange ON pack (changeSeq);
+                CREATE INDEX filecopyChange ON filecopy (changeSeq);
+                """)
+            for (table, isFileCopy) in [("pack", 0), ("filecopy", 1)] {
+                try db.execute(sql: """
+                    CREATE TRIGGER \(table)Inserted AFTER INSERT ON \(table) BEGIN
+                        UPDATE storeSequence SET value = value + 1;
+                        UPDATE \(table) SET changeSeq = (SELECT value FROM storeSequence) WHERE rowid = NEW.rowid;
+                    END;
+                    CREATE TRIGGER \(table)Updated AFTER UPDATE OF sha256, bytes, lastAccess ON \(table) BEGIN
+                        UPDATE storeSequence SET value = value + 1;
+                        UPDATE \(table) SET changeSeq = (SELECT value FROM storeSequence) WHERE rowid = NEW.rowid;
+                    END;
+                    CREATE TRIGGER \(table)Deleted AFTER DELETE ON \(table) BEGIN
+                        UPDATE storeSequence SET value = value + 1;
+                        INSERT INTO removal (seq, sha256, isFileCopy) VALUES ((SELECT value FROM storeSequence), OLD.sha256, \(isFileCopy));
+                    END;
+                    """)
+            }
+        }
+    }
+
+    /// What changed in the store's pack and copy rows since sequence number `seq`
+    /// (everything when `seq` is 0 or older than the removals kept), read in one transaction.
+    public func storeChanges(since seq: Int64) throws(StoreError) -> StoreRowChanges {
+        try access { db in try Self.changes(db, since: seq) }
+    }
+
+    private static func changes(_ db: Database, since seq: Int64) throws -> StoreRowChanges {
+        let sequence = try Row.fetchOne(db, sql: "SELECT value, prunedThrough FROM storeSequence")
+        let current: Int64 = sequence?[0] ?? 0
+        let prunedThrough: Int64 = sequence?[1] ?? 0
+        var changes = StoreRowChanges(sequence: current, isComplete: seq == 0 || seq < prunedThrough)
+        guard current != seq || changes.isComplete else { return changes }
+        let since = changes.isComplete ? -1 : seq
+        for (table, isFileCopy) in [("pack", false), ("filecopy", true)] {
+            let rows = try Row.fetchCursor(db, sql: "SELECT sha256, bytes, (julianday(lastAccess) - 2440587.5) * 86400.0 FROM \(table) WHERE changeSeq > ?",
+                                           arguments: [since])
+            while let row = try rows.next() {
+                let seconds: Double? = row[2]
+                changes.changed.append(StorePurgePlan.Object(sha256: row[0], bytes: row[1],
+                                                             lastAccess: seconds.flatMap { $0.isFinite ? Date(timeIntervalSince1970: $0) : nil },
+                                                             isFileCopy: isFileCopy))
+            }
+        }
+        if !changes.isComplete {
+            let rows = try Row.fetchCursor(db, sql: "SELECT sha256, isFileCopy FROM removal WHERE seq > ?", arguments: [seq])
+            while let row = try rows.next() { changes.removed.append((row[0], row[1])) }
+        }
+        return changes
     }
 
     /// The bytes of every recorded pack and passthrough copy (each counted once).
@@ -92,13 +153,19 @@ extension CacheIndex {
         }
     }
 
-    /// Records packs removed by a store-wide purge, for the other mounts to learn of.
-    public func recordEvictions(_ hashes: [String]) throws(StoreError) {
+    /// Records packs removed by a store-wide purge, for the other mounts to learn of. The
+    /// logs keep their newest `keeping` entries (numbers, for the removals).
+    public func recordEvictions(_ hashes: [String], keeping kept: Int64 = 100_000) throws(StoreError) {
         guard !hashes.isEmpty else { return }
         try access { db in
             for hash in hashes { try db.execute(sql: "INSERT INTO eviction (sha256) VALUES (?)", arguments: [hash]) }
             // The log keeps its newest 100,000 entries: a mount further behind re-learns at its next open.
-            try db.execute(sql: "DELETE FROM eviction WHERE seq <= (SELECT MAX(seq) FROM eviction) - 100000")
+            try db.execute(sql: "DELETE FROM eviction WHERE seq <= (SELECT MAX(seq) FROM eviction) - ?", arguments: [kept])
+            // So does the removals' log; a mirror further behind reads every row again.
+            if let cut = try Int64.fetchOne(db, sql: "SELECT MAX(seq) - ? FROM removal", arguments: [kept]), cut > 0 {
+                try db.execute(sql: "DELETE FROM removal WHERE seq <= ?", arguments: [cut])
+                try db.execute(sql: "UPDATE storeSequence SET prunedThrough = MAX(prunedThrough, ?)", arguments: [cut])
+            }
         }
     }
 

@@ -29,6 +29,10 @@ public final class PackStore: Sendable {
     /// This mount's identity in a store; nil for a private cache.
     public let mountID: StoreMountID?
     private let lockDescriptor: Mutex<[Int32]>
+    /// What the store's live mounts published, as last parsed (``liveMounts(includingThisMount:)``).
+    let publishedMounts = Mutex<[String: PublishedMount]>([:])
+    /// This mount's mirror of the store's pack and copy rows, for purge decisions.
+    public let storeRows = StoreRows()
     let logger: Logger
 
     /// Whether this is a mount of a machine-wide store (shared with other mounts).

@@ -27,24 +27,24 @@ extension Purger {
     func purgeStore(extra: Int64 = 0) -> Int64 {
         guard let limits = storeLimits() else { return 0 }
         let readStarted = ContinuousClock.now
-        let live = Set(store.liveMountIDs())
-        guard let stored = try? store.index.storedBytes(), let reserved = try? store.index.reservedBytes(liveMounts: live) else { return 0 }
+        // The rows from this mount's mirror, brought up to date with what changed since the
+        // last tick (every tick refreshes it, so a decision reads little); the mounts'
+        // references parsed again only where they changed.
+        let mounts = store.liveMounts()
+        guard let rows = try? store.storeRows.refresh(from: store.index),
+              let reserved = try? store.index.reservedBytes(liveMounts: Set(mounts.ids)) else { return 0 }
         let available = limits.minimumFree != nil ? store.availableBytes() : nil
-        let needed = limits.bytesToFree(cached: stored, reserved: reserved.saturatingAdd(extra), available: available)
-        guard needed > 0, let packs = try? store.index.storedPacks() else { return 0 }
-        let copies = (try? store.index.fileCopies()) ?? []
-        let bundles = store.mountedBundles()
-        let candidates = packs.map { StorePurgePlan.Object(sha256: $0.sha256, bytes: $0.bytes, lastAccess: $0.lastAccess) }
-            + copies.map { StorePurgePlan.Object(sha256: $0.sha256, bytes: $0.bytes, lastAccess: $0.lastAccess, isFileCopy: true) }
-        let objects = candidates
+        let needed = limits.bytesToFree(cached: rows.bytes, reserved: reserved.saturatingAdd(extra), available: available)
+        guard needed > 0 else { return 0 }
         let decided = ContinuousClock.now
-        let plan = StorePurgePlan.victims(freeing: needed, objects: candidates, bundles: bundles)
+        let plan = StorePurgePlan.victims(freeing: needed, objects: rows.objects, bundles: mounts.bundles)
         let milliseconds = { (duration: Duration) in Double(duration.components.attoseconds) / 1e15 + Double(duration.components.seconds) * 1000 }
         logger.info("store purge decision", metadata: [
-            "objects": "\(objects.count)", "bundles": "\(bundles.count)", "victims": "\(plan.count)", "needed": "\(needed)",
+            "objects": "\(rows.objects.count)", "bundles": "\(mounts.bundles.count)", "victims": "\(plan.count)", "needed": "\(needed)",
             "decision.ms": "\(String(format: "%.2f", milliseconds(ContinuousClock.now - decided)))",
             "reads.ms": "\(String(format: "%.2f", milliseconds(decided - readStarted)))",
         ])
+        let stored = rows.bytes
         var freed: Int64 = 0
         var evicted: [String] = []
         let positions = packPositions()
