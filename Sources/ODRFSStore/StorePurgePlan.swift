@@ -17,19 +17,32 @@ import Foundation
 public enum StorePurgePlan {
     /// One stored pack.
     public struct Object: Sendable {
-        public var sha256: String
+        public let sha256: String
         public var bytes: Int64
         public var lastAccess: Date?
         /// A passthrough copy of a file (`files/`), not a pack: no bundle names it, so it is
         /// in class 1 (it is derived: the next open of its file copies it again).
         public var isFileCopy: Bool
+        /// ``sha256`` hashed to a number once (``StorePurgePlan/key(of:)``): a decision looks
+        /// 100,000 objects up by it (hashing a 64-character string for each costs milliseconds).
+        let key: UInt64
 
         public init(sha256: String, bytes: Int64, lastAccess: Date?, isFileCopy: Bool = false) {
             self.sha256 = sha256
             self.bytes = bytes
             self.lastAccess = lastAccess
             self.isFileCopy = isFileCopy
+            key = StorePurgePlan.key(of: sha256)
         }
+    }
+
+    /// A 64-bit FNV-1a hash of `hash`'s bytes: cheap to compare and to hash, and spread
+    /// however the hashes look (synthetic ones share long prefixes). A lookup by key is
+    /// always confirmed by the whole string.
+    static func key(of hash: String) -> UInt64 {
+        var key: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in hash.utf8 { key = (key ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+        return key
     }
 
     /// What one live mount published: its bundle, whether it runs, and per pack its
@@ -81,17 +94,18 @@ public enum StorePurgePlan {
         guard needed > 0 else { return [] }
         // Positions instead of strings and dates from here on: 100,000 objects in milliseconds.
         let used = objects.map { $0.lastAccess?.timeIntervalSince1970 ?? -.infinity }
-        // One lookup per object in a table of what the bundles name (usually far fewer
-        // entries than objects), not a table of every object.
-        var named: [String: [(bundle: Int32, priority: Double, isBase: Bool)]] = [:]
+        // One lookup per object, by number, in a table of what the bundles name (usually
+        // far fewer entries than objects), not a table of every object.
+        var named: [UInt64: [(hash: String, bundle: Int32, priority: Double, isBase: Bool)]] = [:]
         for (bundle, mounted) in bundles.enumerated() {
-            for (hash, entry) in mounted.packs { named[hash, default: []].append((Int32(bundle), entry.priority, entry.isBase)) }
+            for (hash, entry) in mounted.packs { named[key(of: hash), default: []].append((hash, Int32(bundle), entry.priority, entry.isBase)) }
         }
         var referencedBy: [[(bundle: Int32, priority: Double)]] = Array(repeating: [], count: objects.count)
         var protected = [Bool](repeating: false, count: objects.count)
         if !named.isEmpty {
             for (index, object) in objects.enumerated() {
-                guard !object.isFileCopy, let entries = named[object.sha256] else { continue }
+                guard !object.isFileCopy, let candidates = named[object.key] else { continue }
+                let entries = candidates.filter { $0.hash == object.sha256 }
                 referencedBy[index] = entries.map { ($0.bundle, $0.priority) }
                 protected[index] = entries.contains { $0.isBase }
             }
@@ -111,8 +125,12 @@ public enum StorePurgePlan {
             freed = overflow ? .max : sum
             return freed >= needed
         }
-        // Class 1 by a heap: what is needed is usually a few of many, so no full sort.
-        var heap = Heap(objects.indices.filter { referencedBy[$0].isEmpty }, before: older)
+        // Class 1 by a heap of (last use, position): what is needed is usually a few of
+        // many, so no full sort, and the comparisons are of numbers in place.
+        var unreferenced: [LeastRecentlyUsed.Entry] = []
+        unreferenced.reserveCapacity(objects.count)
+        for index in objects.indices where referencedBy[index].isEmpty { unreferenced.append(.init(used: used[index], position: index)) }
+        var heap = LeastRecentlyUsed(unreferenced)
         while let index = heap.pop() {
             if take(index, .unreferenced, bundle: nil) { return victims }
         }
@@ -150,14 +168,22 @@ public enum StorePurgePlan {
     }
 }
 
-/// A binary min-heap of positions under a caller's order: built in O(n), popped in O(log n).
-struct Heap {
-    private var items: [Int]
-    private let before: (Int, Int) -> Bool
+/// A binary min-heap of positions by last use (ties by position): built in O(n), popped
+/// in O(log n), with the keys beside the positions so that no comparison calls a closure.
+struct LeastRecentlyUsed {
+    struct Entry {
+        var used: Double
+        var position: Int
 
-    init(_ items: [Int], before: @escaping (Int, Int) -> Bool) {
+        @inline(__always) func isBefore(_ other: Entry) -> Bool {
+            used != other.used ? used < other.used : position < other.position
+        }
+    }
+
+    private var items: [Entry]
+
+    init(_ items: [Entry]) {
         self.items = items
-        self.before = before
         var index = items.count / 2
         while index > 0 {
             index -= 1
@@ -172,16 +198,17 @@ struct Heap {
             items[0] = last
             siftDown(0)
         }
-        return first
+        return first.position
     }
 
     private mutating func siftDown(_ start: Int) {
         var parent = start
+        let count = items.count
         while true {
             let left = 2 * parent + 1, right = left + 1
             var smallest = parent
-            if left < items.count, before(items[left], items[smallest]) { smallest = left }
-            if right < items.count, before(items[right], items[smallest]) { smallest = right }
+            if left < count, items[left].isBefore(items[smallest]) { smallest = left }
+            if right < count, items[right].isBefore(items[smallest]) { smallest = right }
             if smallest == parent { return }
             items.swapAt(parent, smallest)
             parent = smallest

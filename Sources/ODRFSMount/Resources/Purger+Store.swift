@@ -40,7 +40,7 @@ extension Purger {
         let plan = StorePurgePlan.victims(freeing: needed, objects: rows.objects, bundles: mounts.bundles)
         let milliseconds = { (duration: Duration) in Double(duration.components.attoseconds) / 1e15 + Double(duration.components.seconds) * 1000 }
         logger.info("store purge decision", metadata: [
-            "objects": "\(rows.objects.count)", "bundles": "\(mounts.bundles.count)", "victims": "\(plan.count)", "needed": "\(needed)",
+            "objects": "\(rows.objects.count)", "rows.read": "\(rows.rowsRead)", "bundles": "\(mounts.bundles.count)", "victims": "\(plan.count)", "needed": "\(needed)",
             "decision.ms": "\(String(format: "%.2f", milliseconds(ContinuousClock.now - decided)))",
             "reads.ms": "\(String(format: "%.2f", milliseconds(decided - readStarted)))",
         ])
