@@ -55,6 +55,22 @@ extension PackStore {
         return .unclaimed
     }
 
+    /// Runs `body` as the store's one purge at a time (`purge.lock`, an exclusive `flock`):
+    /// twenty mounts over their store's limits at one tick would otherwise each decide over
+    /// every object and race to evict the same victims. With `waiting` false it returns nil
+    /// at once when another mount is purging (that purge frees the room); with it, it waits
+    /// for that purge to end (a download that needs the room). Not a store: `body` runs.
+    public func purging<T>(waiting: Bool, _ body: () -> T) -> T? {
+        guard isShared else { return body() }
+        let fd = open(layout.root + "/purge.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { return body() }
+        defer { close(fd) }
+        while flock(fd, waiting ? LOCK_EX : LOCK_EX | LOCK_NB) != 0 {
+            guard errno == EINTR else { return nil }
+        }
+        return body()
+    }
+
     /// Removes claims no mount holds (left by mounts that died). Blocking.
     func removeAbandonedClaims() {
         for name in (try? FileManager.default.contentsOfDirectory(atPath: downloadClaimsDirectory)) ?? [] {

@@ -88,10 +88,38 @@ public enum StorePurgePlan {
         }
     }
 
+    /// The victims of one decision, in order: positions in the decision's objects, made
+    /// into ``Victim``s only when read, so that choosing 80,000 of them copies no string.
+    public struct Victims: RandomAccessCollection, Sendable {
+        struct Choice: Sendable {
+            var position: Int
+            var purgeClass: Class
+            /// Position in the decision's bundles; -1 for class 1.
+            var bundle: Int32
+            var priority: Double
+        }
+
+        let objects: [Object]
+        let bundles: [MountedBundle]
+        var choices: [Choice] = []
+
+        public var startIndex: Int { 0 }
+        public var endIndex: Int { choices.count }
+
+        public subscript(position: Int) -> Victim {
+            let choice = choices[position]
+            let object = objects[choice.position]
+            let chosenBy = choice.bundle >= 0 ? Int(choice.bundle) : nil
+            return Victim(sha256: object.sha256, bytes: object.bytes, purgeClass: choice.purgeClass, isFileCopy: object.isFileCopy,
+                          bundle: chosenBy.map { bundles[$0].key }, priority: chosenBy.map { _ in choice.priority }, lastAccess: object.lastAccess)
+        }
+    }
+
     /// Victims, in order, until they add up to `needed` bytes (all candidates if they hold less).
     /// O(n log n + v · b) in the packs n, the victims v and the mounted bundles b.
-    public static func victims(freeing needed: Int64, objects: [Object], bundles: [MountedBundle]) -> [Victim] {
-        guard needed > 0 else { return [] }
+    public static func victims(freeing needed: Int64, objects: [Object], bundles: [MountedBundle]) -> Victims {
+        var victims = Victims(objects: objects, bundles: bundles)
+        guard needed > 0 else { return victims }
         // Positions instead of strings and dates from here on: 100,000 objects in milliseconds.
         let used = objects.map { $0.lastAccess?.timeIntervalSince1970 ?? -.infinity }
         // One lookup per object, by number, in a table of what the bundles name (usually
@@ -112,16 +140,13 @@ public enum StorePurgePlan {
         }
         // Ties (equal last use) in the index's order: no string comparisons in the sorts.
         let older = { (a: Int, b: Int) -> Bool in used[a] != used[b] ? used[a] < used[b] : a < b }
-        var victims: [Victim] = []
         var freed: Int64 = 0
         var taken = [Bool](repeating: false, count: objects.count)
         func take(_ index: Int, _ purgeClass: Class, bundle: Int?) -> Bool {
             taken[index] = true
-            let object = objects[index]
-            let priority = bundle.flatMap { chosen in referencedBy[index].first { Int($0.bundle) == chosen }?.priority }
-            victims.append(Victim(sha256: object.sha256, bytes: object.bytes, purgeClass: purgeClass, isFileCopy: object.isFileCopy,
-                                  bundle: bundle.map { bundles[$0].key }, priority: priority, lastAccess: object.lastAccess))
-            let (sum, overflow) = freed.addingReportingOverflow(object.bytes)
+            let priority = bundle.flatMap { chosen in referencedBy[index].first { Int($0.bundle) == chosen }?.priority } ?? 0
+            victims.choices.append(Victims.Choice(position: index, purgeClass: purgeClass, bundle: bundle.map(Int32.init) ?? -1, priority: priority))
+            let (sum, overflow) = freed.addingReportingOverflow(objects[index].bytes)
             freed = overflow ? .max : sum
             return freed >= needed
         }
@@ -130,9 +155,21 @@ public enum StorePurgePlan {
         var unreferenced: [LeastRecentlyUsed.Entry] = []
         unreferenced.reserveCapacity(objects.count)
         for index in objects.indices where referencedBy[index].isEmpty { unreferenced.append(.init(used: used[index], position: index)) }
-        var heap = LeastRecentlyUsed(unreferenced)
-        while let index = heap.pop() {
-            if take(index, .unreferenced, bundle: nil) { return victims }
+        // When the need is a large share of them (judged by their mean size), one sort
+        // costs less than popping most of a heap.
+        var unreferencedBytes: Int64 = 0
+        for entry in unreferenced { unreferencedBytes = unreferencedBytes.addingReportingOverflow(objects[entry.position].bytes).partialValue }
+        let expected = unreferenced.isEmpty || unreferencedBytes <= 0 ? 0 : Double(needed) / (Double(unreferencedBytes) / Double(unreferenced.count))
+        if expected > Double(unreferenced.count) / 16 {
+            unreferenced.sort { $0.isBefore($1) }
+            for entry in unreferenced {
+                if take(entry.position, .unreferenced, bundle: nil) { return victims }
+            }
+        } else {
+            var heap = LeastRecentlyUsed(unreferenced)
+            while let index = heap.pop() {
+                if take(index, .unreferenced, bundle: nil) { return victims }
+            }
         }
         for purgeClass in [Class.idleBundle, .runningBundle] {
             // Each bundle's queue: its packs of this class, its lowest priority first, then LRU.

@@ -35,6 +35,20 @@ struct StoreSharingTests {
         withExtendedLifetime((first, other)) {}
     }
 
+    @Test("one purge at a time across the mounts of a store: a tick skips while another mount purges; a private cache always purges")
+    func onePurgeAtATime() throws {
+        let root = try TemporaryDirectory()
+        let first = try PackStore(store: root.path, bundle: "0123456789abcdef", logger: logger)
+        let second = try PackStore(store: root.path, bundle: "fedcba9876543210", logger: logger)
+        let inner = first.purging(waiting: false) { second.purging(waiting: false) { "second purged" } }
+        #expect(inner == .some(nil), "a second mount purged while the first did")
+        #expect(second.purging(waiting: false) { "second purged" } == "second purged")
+        #expect(first.purging(waiting: true) { 1 } == 1)
+        let other = try TemporaryDirectory()
+        let privateCache = try PackStore(root: other.path, logger: logger)
+        #expect(privateCache.purging(waiting: false) { privateCache.purging(waiting: false) { 2 } } == .some(2))
+    }
+
     @Test("a pack another mount holds is not moved to the trash; once the hold is gone it is")
     func holdsKeepPacks() throws {
         let root = try TemporaryDirectory()

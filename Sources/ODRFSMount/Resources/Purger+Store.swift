@@ -22,10 +22,19 @@ extension Purger {
     }
 
     /// Purges across the store's bundles if it is over its limits, counting `extra` more
-    /// bytes about to be reserved. Returns the bytes freed.
+    /// bytes about to be reserved. Returns the bytes freed. One mount of the store purges at
+    /// a time: at a maintenance tick a mount skips its purge while another runs one, and a
+    /// download that needs room (`waiting`) waits for it to end, then decides again.
     @discardableResult
-    func purgeStore(extra: Int64 = 0) -> Int64 {
+    func purgeStore(extra: Int64 = 0, waiting: Bool = false) -> Int64 {
         guard let limits = storeLimits() else { return 0 }
+        // Every tick brings this mount's mirror of the rows up to date, purging or not, so
+        // that when it does decide, it reads only the last moments' changes.
+        _ = try? store.storeRows.refresh(from: store.index)
+        return store.purging(waiting: waiting) { purgeStore(limits: limits, extra: extra) } ?? 0
+    }
+
+    private func purgeStore(limits: CacheLimits, extra: Int64) -> Int64 {
         let readStarted = ContinuousClock.now
         // The rows from this mount's mirror, brought up to date with what changed since the
         // last tick (every tick refreshes it, so a decision reads little); the mounts'
@@ -126,7 +135,7 @@ extension Purger {
                 return limits.bytesToFree(cached: stored, reserved: reserved.saturatingAdd(bytes), available: available) == 0
             }
             if reserved != false { return }
-            purgeStore(extra: bytes)
+            purgeStore(extra: bytes, waiting: true)
         }
     }
 
