@@ -23,7 +23,8 @@ public struct StoreCheck: Sendable, Equatable {
 }
 
 extension StoreMaintenance {
-    /// Re-hashes every pack of the store at `root` (`threads` at once) against its name and
+    /// Re-hashes every pack, passthrough copy, file index and manifest of the store at `root`
+    /// (`threads` at once) against its name and
     /// compares the files with the index's rows. With `repair`: a pack that does not match
     /// moves to `quarantine/` (never served again; the next open fetches it) and its row
     /// goes; rows without a file are dropped; a right file without a row, or whose row
@@ -38,9 +39,11 @@ extension StoreMaintenance {
             $0.hasSuffix(".tar") && ContentHash(hex: String($0.dropLast(4))) != nil
         }
         let copies = ((try? FileManager.default.contentsOfDirectory(atPath: root + "/files")) ?? []).filter { ContentHash(hex: $0) != nil }
-        let hashed = hashAll(names.map { root + "/packs/" + $0 } + copies.map { root + "/files/" + $0 }, threads: threads)
+        let metadata = metadataObjects(root: root)
+        let hashed = hashAll(names.map { root + "/packs/" + $0 } + copies.map { root + "/files/" + $0 } + metadata.map(\.path), threads: threads)
         var check = StoreCheck()
         try checkCopies(copies, hashed: hashed, root: root, index: index, repair: repair, into: &check)
+        checkMetadata(metadata, hashed: hashed, root: root, repair: repair, into: &check)
         var onDisk: Set<String> = []
         for name in names.sorted() {
             let hash = String(name.dropLast(4))
@@ -126,6 +129,45 @@ extension StoreMaintenance {
         for name in rows.subtracting(names).sorted() {
             check.missing.append(name)
             if repair { try index.removeFileCopy(sha256: name) }
+        }
+    }
+
+    /// The store's file index and manifest objects: `indexes/<sha256>.odrx`, `manifests/<sha256>.json`.
+    private static func metadataObjects(root: String) -> [(path: String, hash: String, bundleLink: String)] {
+        var objects: [(path: String, hash: String, bundleLink: String)] = []
+        for (directory, suffix) in [("indexes", "." + FileIndex.fileExtension), ("manifests", ".json")] {
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: root + "/" + directory)) ?? [] where name.hasSuffix(suffix) {
+                let hash = String(name.dropLast(suffix.count))
+                guard ContentHash(hex: hash) != nil else { continue }
+                objects.append((root + "/" + directory + "/" + name, hash, directory == "indexes" ? "index/" + name : Manifest.fileName))
+            }
+        }
+        return objects
+    }
+
+    /// File indexes and manifests must hash to their names. With `repair`, a damaged one
+    /// moves to `quarantine/` and every bundle's link to it goes: a mount then fetches the
+    /// index again (it hashes a cached index before trusting it anyway), and a bundle without
+    /// a manifest takes its origin's at its next mount.
+    private static func checkMetadata(_ objects: [(path: String, hash: String, bundleLink: String)],
+                                      hashed: [String: (digest: ContentHash?, identity: FileIdentity?)], root: String, repair: Bool,
+                                      into check: inout StoreCheck) {
+        for object in objects.sorted(by: { $0.path < $1.path }) {
+            guard let result = hashed[object.path], let digest = result.digest, let identity = result.identity else {
+                check.unreadable.append(object.hash)
+                continue
+            }
+            check.checked += 1
+            check.bytes = check.bytes.saturatingAdd(identity.size)
+            guard digest.hex != object.hash else { continue }
+            check.mismatched.append(object.hash)
+            guard repair else { continue }
+            for key in (try? FileManager.default.contentsOfDirectory(atPath: root + "/bundles")) ?? [] {
+                let link = root + "/bundles/" + key + "/" + object.bundleLink
+                if FileIdentity.of(path: link)?.inode == identity.inode { unlink(link) }
+            }
+            _ = mkdir(root + "/quarantine", 0o700)
+            _ = rename(object.path, root + "/quarantine/" + (object.path as NSString).lastPathComponent + "." + String(UInt32.random(in: .min ... .max)))
         }
     }
 

@@ -120,6 +120,15 @@ struct StoreToolsTests {
         #expect(try await fixture.unmount().status == 0)
         let clean = try await fixture.odrfs(["store", "fsck", "--store", store])
         #expect(clean.status == 0, "\(clean.output)\(clean.stderr)")
+        // A damaged file index too: found, quarantined with its bundle's link, fetched again.
+        let indexObject = store + "/indexes/" + (try fixture.manifest.index.sha256.hex) + ".odrx"
+        var indexByte: UInt8 = 0
+        let indexFD = open(indexObject, O_RDWR)
+        try #require(indexFD >= 0)
+        #expect(pread(indexFD, &indexByte, 1, 40) == 1)
+        indexByte ^= 0x01
+        #expect(pwrite(indexFD, &indexByte, 1, 40) == 1)
+        close(indexFD)
         let bigFile = store + "/packs/" + (try fixture.cacheFileName(of: "Big"))
         let fd = open(bigFile, O_RDWR)
         try #require(fd >= 0)
@@ -131,10 +140,12 @@ struct StoreToolsTests {
         let found = try await fixture.odrfs(["store", "fsck", "--store", store])
         #expect(found.status == 1, "\(found.output)\(found.stderr)")
         #expect(found.output.contains("mismatch: " + (try fixture.cacheFileName(of: "Big")).dropLast(4)))
+        #expect(found.output.contains("mismatch: " + (try fixture.manifest.index.sha256.hex)), "\(found.output)")
         let repaired = try await fixture.odrfs(["store", "fsck", "--store", store, "--repair"])
         #expect(repaired.status == 1 && repaired.output.contains("quarantined"), "\(repaired.output)")
         #expect(access(bigFile, F_OK) != 0)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: store + "/quarantine").count == 1)
+        #expect(access(indexObject, F_OK) != 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: store + "/quarantine").count == 2)
         let after = try await fixture.odrfs(["store", "fsck", "--store", store])
         #expect(after.status == 0, "\(after.output)")
         try await fixture.mount(store: store)

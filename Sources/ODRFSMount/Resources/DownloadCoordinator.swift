@@ -282,15 +282,22 @@ final class DownloadCoordinator: Sendable {
         let hash = descriptor.sha256.hex
         var waiting = false
         while true {
-            switch await io.run({ store.claimDownload(sha256: hash) }) {
+            // One hop to the I/O executor. After a wait, the claim is free because the other
+            // mount finished: look for its copy before downloading.
+            let hadWaited = waiting
+            let outcome = await io.run { () -> (claim: PackStore.DownloadClaimOutcome, published: Bool) in
+                let outcome = store.claimDownload(sha256: hash)
+                if case .claimed(let claim) = outcome, hadWaited, store.hasVerifiedCopy(of: descriptor) {
+                    claim.release()
+                    return (outcome, true)
+                }
+                return (outcome, false)
+            }
+            if outcome.published { return (nil, true) }
+            switch outcome.claim {
             case .unclaimed:
                 return (nil, false)
             case .claimed(let claim):
-                // Another mount may have published it between the check and the claim.
-                if await io.run({ store.hasVerifiedCopy(of: descriptor) }) {
-                    claim.release()
-                    return (nil, true)
-                }
                 return (claim, false)
             case .busy(let lastProgress):
                 if !waiting {
