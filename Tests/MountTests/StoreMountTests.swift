@@ -3,6 +3,7 @@ import Foundation
 import ODRFSCore
 import ODRFSStore
 import TestSupport
+import Synchronization
 import Testing
 
 /// Issue 23, item 1: one store for the machine. Mounts of the same bundle, and of bundles
@@ -219,27 +220,45 @@ struct StoreMountTests {
 
     static let waitingLine = "another mount of the store is downloading this pack; waiting for it"
 
-    @Test("two mounts of a store that want one pack at once download it once: the second waits for the first's download, then reads the store's copy")
-    func oneDownloadAcrossMounts() async throws {
+    /// Two mounts of one bundle on one store, through one origin whose answer for the Big
+    /// pack sends 100,000 bytes and then waits for `gate`: the first mount's download of it
+    /// is started (by `startFirst`, given the fixture) and held in flight, and the second
+    /// mount's read of `big.bin` is waiting for it when `body` runs.
+    static func withSecondMountWaiting(
+        startFirst: (MountFixture) throws -> Void = { _ in },
+        _ body: (_ fixture: MountFixture, _ store: String, _ second: String, _ origin: FaultOrigin, _ gate: FaultGate,
+                 _ secondRead: Task<Data?, Never>) async throws -> Void
+    ) async throws {
         let fixture = try MountFixture()
         let (store, second) = try await fixture.storeWorld()
-        try await Self.withOrigin(fixture.dist) { origin in
-            let bigPack = try Self.packPath(fixture, "Big")
+        try await withOrigin(fixture.dist) { origin in
+            let bigPack = try packPath(fixture, "Big")
             let gate = FaultGate()
             origin.script(bigPack, [.pause(after: 100_000, gate: gate)])
             try await fixture.mount(origin: origin.baseURL, store: store)
             try await fixture.mount(at: second, origin: origin.baseURL, store: store)
-            let firstPath = fixture.mountpoint + "/big.bin"
-            let firstRead = Task { await readThroughMount(firstPath) }
+            try startFirst(fixture)
             #expect(await eventually(timeout: .seconds(10)) { origin.requests(of: bigPack).count == 1 }, "the first download never started")
             let secondRead = Task { await readThroughMount(second + "/big.bin") }
-            let waited = await eventually(timeout: .seconds(10)) { Self.storeLog(store, origin: origin.baseURL).contains(Self.waitingLine) }
+            let waited = await eventually(timeout: .seconds(10)) { storeLog(store, origin: origin.baseURL).contains(waitingLine) }
             #expect(waited, "the second mount did not wait for the first's download")
             #expect(origin.requests(of: bigPack).count == 1, "the second mount asked the origin for a pack the first was downloading")
+            try await body(fixture, store, second, origin, gate, secondRead)
             gate.open()
-            #expect(await firstRead.value == Self.big)
+        }
+    }
+
+    @Test("two mounts of a store that want one pack at once download it once: the second waits for the first's download, then reads the store's copy")
+    func oneDownloadAcrossMounts() async throws {
+        let firstRead = Mutex<Task<Data?, Never>?>(nil)
+        try await Self.withSecondMountWaiting(startFirst: { fixture in
+            let path = fixture.mountpoint + "/big.bin"
+            firstRead.withLock { $0 = Task { await readThroughMount(path) } }
+        }) { fixture, _, second, origin, gate, secondRead async throws in
+            gate.open()
+            #expect(await firstRead.withLock({ $0 })?.value == Self.big)
             #expect(await secondRead.value == Self.big)
-            #expect(origin.requests(of: bigPack).count == 1)
+            #expect(origin.requests(of: try Self.packPath(fixture, "Big")).count == 1)
             #expect(try fixture.fetches(of: "Big", at: second) == 0)
             #expect(try await fixture.unmount(second).status == 0)
             #expect(try await fixture.unmount().status == 0)
@@ -248,24 +267,16 @@ struct StoreMountTests {
 
     @Test("the mount downloading a pack others wait for is killed with -9: its claim goes with it, and a waiting mount downloads the pack and reads right")
     func waitingMountTakesOverFromAKilledOne() async throws {
-        let fixture = try MountFixture()
-        let (store, second) = try await fixture.storeWorld()
-        try await Self.withOrigin(fixture.dist) { origin in
-            let bigPack = try Self.packPath(fixture, "Big")
-            let gate = FaultGate()
-            origin.script(bigPack, [.pause(after: 100_000, gate: gate)])
-            try await fixture.mount(origin: origin.baseURL, store: store)
-            try await fixture.mount(at: second, origin: origin.baseURL, store: store)
-            let reader = try ChildProcess("/bin/cat", [fixture.mountpoint + "/big.bin"], stdout: "/dev/null", stderr: fixture.root + "/cat.err")
-            defer { reader.stop() }
-            #expect(await eventually(timeout: .seconds(10)) { origin.requests(of: bigPack).count == 1 }, "the first download never started")
-            let secondRead = Task { await readThroughMount(second + "/big.bin") }
-            #expect(await eventually(timeout: .seconds(10)) { Self.storeLog(store, origin: origin.baseURL).contains(Self.waitingLine) })
+        let reader = Mutex<ChildProcess?>(nil)
+        defer { reader.withLock { $0?.stop() } }
+        try await Self.withSecondMountWaiting(startFirst: { fixture in
+            let cat = try ChildProcess("/bin/cat", [fixture.mountpoint + "/big.bin"], stdout: "/dev/null", stderr: fixture.root + "/cat.err")
+            reader.withLock { $0 = cat }
+        }) { fixture, store, second, origin, _, secondRead async throws in
             try await fixture.killDaemon()
             #expect(await secondRead.value == Self.big, "the waiting mount did not take the download over")
-            #expect(origin.requests(of: bigPack).count == 2)
+            #expect(origin.requests(of: try Self.packPath(fixture, "Big")).count == 2)
             #expect(try fixture.fetches(of: "Big", at: second) == 1)
-            gate.open()
             _ = umount2(fixture.mountpoint, Int32(MNT_DETACH))
             #expect(try await fixture.unmount(second).status == 0)
             let check = try await fixture.odrfs(["store", "fsck", "--store", store])
