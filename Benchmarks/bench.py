@@ -568,7 +568,8 @@ def run_store(origin):
         field = lambda name: float(re.search(name + r"=([0-9.]+)", line).group(1))
         r["S2 decision ms"], r["S2 reads ms"], r["S2 objects"] = field("decision.ms"), field("reads.ms"), int(field("objects"))
         r["S2 victims"] = int(field("victims"))
-        r["S2 rows read"] = int(field("rows.read"))
+        # Absent in the log of a release before the row mirror (every row was read then).
+        r["S2 rows read"] = int(field("rows.read")) if "rows.read=" in line else r["S2 objects"]
     finally:
         for p, root in mounts:
             stop(p, root)

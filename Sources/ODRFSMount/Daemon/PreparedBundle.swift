@@ -47,11 +47,19 @@ struct PreparedBundle: Sendable {
             let wire = WireByteCounter()
             let downloader = MountedRevision.downloader(origin: origin, store: store, chunkSize: manifest.chunkSize,
                                                         wire: wire, logger: logger)
-            let index = try await BundleLoader.loadIndex(manifest.index, store: store, downloader: downloader)
-            do {
-                try index.validate(against: manifest)   // pack numbers and extents: see FileIndex+Manifest
+            // The packs needed before the mount is ready travel beside the index.
+            let early = EarlyInstall.start(manifest: manifest, store: store, downloader: downloader, logger: logger)
+            let index: FileIndex
+            do throws(MountError) {
+                index = try await BundleLoader.loadIndex(manifest.index, store: store, downloader: downloader)
+                do {
+                    try index.validate(against: manifest)   // pack numbers and extents: see FileIndex+Manifest
+                } catch {
+                    throw MountError("the file index \(manifest.index.file) does not match the manifest: \(error)")
+                }
             } catch {
-                throw MountError("the file index \(manifest.index.file) does not match the manifest: \(error)")
+                early?.cancel()
+                throw error
             }
             index.releaseResidentPages()   // validated: resident memory is what requests touch from now on
             do {
@@ -80,6 +88,8 @@ struct PreparedBundle: Sendable {
                     "variants": "\(variants.selection(for: manifest))", "packs": "\(view.manifest.packs.count) of \(manifest.packs.count)",
                 ])
             }
+            // Before the resource manager reconciles with the cache: it then finds them local.
+            await early?.value
             let revision: MountedRevision
             do {
                 revision = try await MountedRevision.make(published: published, view: view, variants: variants, store: store,

@@ -209,6 +209,8 @@ final class DownloadCoordinator: Sendable {
             let started = ContinuousClock.now
             let result: Result<Void, FetchError>
             var adopted = false
+            // Released on the I/O executor with the download's end (an unlink and a close).
+            var heldClaim: DownloadClaim?
             do throws(FetchError) {
                 do {
                     try await queue.acquire(ticket, priority: priority)
@@ -222,15 +224,20 @@ final class DownloadCoordinator: Sendable {
                 // hashes no more packs at once than it would download.
                 let (store, chunkSize) = (downloader.store, downloader.chunkSize)
                 // In a store, another mount may have published it since this one started.
-                adopted = await io.run({
-                    store.hasVerifiedCopy(of: descriptor) || store.adoptUnverified(descriptor, chunkSize: chunkSize, now: Date()) != nil
-                })
+                // In the same hop, a store's claim on the download (one mount downloads a pack
+                // at a time; the others wait for it): every hop queues behind the readers'.
+                let first = await io.run { () -> (adopted: Bool, claim: PackStore.DownloadClaimOutcome) in
+                    if store.hasVerifiedCopy(of: descriptor) || store.adoptUnverified(descriptor, chunkSize: chunkSize, now: Date()) != nil {
+                        return (true, .unclaimed)
+                    }
+                    return (false, store.claimDownload(sha256: descriptor.sha256.hex))
+                }
+                adopted = first.adopted
                 if !adopted {
-                    // In a store, one mount downloads a pack at a time; the others wait for it.
-                    let claimed = try await claimOrWaitForAnotherMount(descriptor)
+                    let claimed = try await claimOrWaitForAnotherMount(descriptor, first: first.claim)
                     adopted = claimed.adopted
+                    heldClaim = claimed.claim
                     if !adopted {
-                        defer { claimed.claim?.release() }
                         try await fetch(pack, descriptor, tally: tally, claim: claimed.claim)
                     }
                 }
@@ -243,8 +250,11 @@ final class DownloadCoordinator: Sendable {
             // Finished on the I/O executor, never here on the cooperative pool: `complete()`
             // and the waiters' resumes send FUSE replies that splice pack bytes and open the
             // published pack (every pack smaller than a chunk is answered only here).
-            let (duration, wasAdopted) = (ContinuousClock.now - started, adopted)
-            await io.run { self.finishDownload(pack, result: result, duration: duration, adopted: wasAdopted) }
+            let (duration, wasAdopted, claim) = (ContinuousClock.now - started, adopted, heldClaim)
+            await io.run {
+                claim?.release()
+                self.finishDownload(pack, result: result, duration: duration, adopted: wasAdopted)
+            }
         }
         table.transaction { state in
             state.updateDownload(index) { if $0.ticket == ticket { $0.task = task } }
@@ -277,21 +287,30 @@ final class DownloadCoordinator: Sendable {
     /// every 100 ms, the task sleeping) while another mount downloads it, until that pack is
     /// in the store (`adopted`), the claim is free (this mount claims it), or the other
     /// download stops progressing. A private cache claims nothing and waits for nothing.
-    private func claimOrWaitForAnotherMount(_ descriptor: PackDescriptor) async throws(FetchError) -> (claim: DownloadClaim?, adopted: Bool) {
+    /// `first`: the claim's outcome the caller already asked for (in the hop that looked
+    /// for a local copy).
+    private func claimOrWaitForAnotherMount(_ descriptor: PackDescriptor,
+                                            first: PackStore.DownloadClaimOutcome) async throws(FetchError) -> (claim: DownloadClaim?, adopted: Bool) {
         let store = downloader.store
         let hash = descriptor.sha256.hex
         var waiting = false
+        var next: PackStore.DownloadClaimOutcome? = first
         while true {
-            // One hop to the I/O executor. After a wait, the claim is free because the other
-            // mount finished: look for its copy before downloading.
-            let hadWaited = waiting
-            let outcome = await io.run { () -> (claim: PackStore.DownloadClaimOutcome, published: Bool) in
-                let outcome = store.claimDownload(sha256: hash)
-                if case .claimed(let claim) = outcome, hadWaited, store.hasVerifiedCopy(of: descriptor) {
-                    claim.release()
-                    return (outcome, true)
+            // After a wait, the claim is free because the other mount finished: look for its
+            // copy before downloading (one hop for both).
+            let outcome: (claim: PackStore.DownloadClaimOutcome, published: Bool)
+            if let given = next {
+                outcome = (given, false)
+                next = nil
+            } else {
+                outcome = await io.run { () -> (claim: PackStore.DownloadClaimOutcome, published: Bool) in
+                    let outcome = store.claimDownload(sha256: hash)
+                    if case .claimed(let claim) = outcome, store.hasVerifiedCopy(of: descriptor) {
+                        claim.release()
+                        return (outcome, true)
+                    }
+                    return (outcome, false)
                 }
-                return (outcome, false)
             }
             if outcome.published { return (nil, true) }
             switch outcome.claim {

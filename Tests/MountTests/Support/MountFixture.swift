@@ -61,6 +61,16 @@ final class MountFixture {
         mountedAt.append(target)
     }
 
+    /// Starts `odrfs mount` of `origin` at the fixture's mountpoint (private cache, or
+    /// `store`) without waiting for it; the mount is unmounted at teardown like the others.
+    /// Await the task for the command's result.
+    func startMount(origin: String, store: String? = nil) -> Task<CommandResult, any Error> {
+        let arguments = ["mount", origin, mountpoint] + (store.map { ["--store", $0] } ?? ["--cache", cache])
+        mountedAt.append(mountpoint)
+        let binary = Self.binary
+        return Task { try await Command.run(binary, arguments, timeout: .seconds(60)) }
+    }
+
     func unmount(_ mountpoint: String? = nil) async throws -> CommandResult {
         let target = mountpoint ?? self.mountpoint
         let result = try await odrfs(["unmount", target])
