@@ -23,9 +23,12 @@ struct EarlyInstallMountTests {
             origin.script(index, [.pause(after: 0, gate: gate)])
             let store = throughStore ? fixture.root + "/store" : nil
             let mounting = fixture.startMount(origin: origin.baseURL, store: store)
-            let overlapped = await eventually(timeout: .seconds(10)) { packs.allSatisfy { !origin.requests(of: $0).isEmpty } }
+            // The index's answer is held (headers only) until the gate opens: both packs must
+            // be asked for meanwhile, whichever request reached the origin first.
+            let overlapped = await eventually(timeout: .seconds(10)) {
+                origin.requests(of: index).count == 1 && packs.allSatisfy { !origin.requests(of: $0).isEmpty }
+            }
             #expect(overlapped, "the packs were not requested while the file index was held: \(origin.seen.map(\.path))")
-            #expect(origin.requests(of: index).count == 1)
             gate.open()
             let mounted = try await mounting.value
             try #require(mounted.status == 0, "odrfs mount failed: \(mounted.stderr)")

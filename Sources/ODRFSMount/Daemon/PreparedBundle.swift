@@ -48,7 +48,7 @@ struct PreparedBundle: Sendable {
             let downloader = MountedRevision.downloader(origin: origin, store: store, chunkSize: manifest.chunkSize,
                                                         wire: wire, logger: logger)
             // The packs needed before the mount is ready travel beside the index.
-            let early = EarlyInstall.start(manifest: manifest, store: store, downloader: downloader, logger: logger)
+            let early = EarlyInstall.start(manifest: manifest, store: store, downloader: downloader, logger: logger, progress: progress)
             let index: FileIndex
             do throws(MountError) {
                 index = try await BundleLoader.loadIndex(manifest.index, store: store, downloader: downloader)
@@ -89,7 +89,7 @@ struct PreparedBundle: Sendable {
                 ])
             }
             // Before the resource manager reconciles with the cache: it then finds them local.
-            await early?.value
+            let fetchedEarly = await early?.value ?? []
             let revision: MountedRevision
             do {
                 revision = try await MountedRevision.make(published: published, view: view, variants: variants, store: store,
@@ -98,6 +98,7 @@ struct PreparedBundle: Sendable {
             } catch {
                 throw MountError("cannot read the cache index: \(error)")
             }
+            revision.manager.countEarlyFetches(fetchedEarly)
             try await InitialInstall.run(manager: revision.manager, progress: progress)
             return PreparedBundle(revision: revision, isSigned: loaded.signature != nil)
     }

@@ -151,6 +151,12 @@ extension CacheLedger {
         /// (renamed into place), so the pack is local, counted, and its file kept for
         /// readers; `fetched`: it came from the origin (counted as a fetch). Returns the
         /// download's record and a kept descriptor that gave way (drop it outside the lock).
+        /// Counts a fetch of pack `index` made before this ledger existed (a cold mount's
+        /// early install, `EarlyInstall`): the pack was found local when the ledger was made.
+        mutating func countEarlyFetch(_ index: Int) {
+            slots[index].fetchCount += 1
+        }
+
         mutating func settleDownload(_ index: Int, published: Bool, fetched: Bool) -> (DownloadCoordinator.Download?, dropped: VerifiedFile?) {
             guard let download = slots[index].download else { return (nil, nil) }
             slots[index].download = nil
