@@ -79,6 +79,12 @@ public struct RuntimeDirectory: Sendable {
         let entry = MountTable.current().entry(at: resolved)
         if let entry, entry.fuseOwner == 0, entry.superOptions.contains("allow_other") {
             self.init(sharedMountpoint: resolved)
+        } else if entry == nil, access(RuntimeDirectory(sharedMountpoint: resolved).controlSocket, F_OK) == 0 {
+            // The mount table can miss an entry while other mounts come and go (the kernel's
+            // mountinfo is read in pieces; CI's parallel tests mount dozens at once). A shared
+            // mount's socket lives in a directory only root writes: finding it there is as
+            // good as the entry.
+            self.init(sharedMountpoint: resolved)
         } else {
             self.init(mountpoint: resolved, owner: entry?.fuseOwner ?? geteuid())
         }

@@ -185,3 +185,20 @@ import TestSupport
         allowed.close()
     }
 }
+
+/// A client finds a shared mount's socket even when the mount table it read missed the
+/// mount (mountinfo read while other mounts came and went: CI once failed `odrfs status`
+/// as another user that way).
+@Suite struct SharedSocketFallbackTests {
+    @Test func aSharedSocketIsFoundWithoutTheMountTableEntry() throws {
+        try #require(geteuid() == 0, "the shared runtime directory is root's")
+        let mountpoint = "/nonexistent/odrfs-test-" + String(UInt64.random(in: .min ... .max), radix: 16)
+        #expect(!RuntimeDirectory(clientOfMountpoint: mountpoint).isShared, "no socket anywhere: the caller's own directory")
+        let shared = RuntimeDirectory(sharedMountpoint: mountpoint)
+        try shared.create()   // as a daemon does: the modes it checks
+        defer { try? FileManager.default.removeItem(atPath: shared.path) }
+        #expect(FileManager.default.createFile(atPath: shared.controlSocket, contents: Data()))
+        let found = RuntimeDirectory(clientOfMountpoint: mountpoint)
+        #expect(found.isShared && found.controlSocket == shared.controlSocket)
+    }
+}
