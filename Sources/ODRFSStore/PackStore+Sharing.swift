@@ -235,12 +235,6 @@ extension PackStore {
         return (ids, bundles)
     }
 
-    /// The identities of the store's live mounts, this one included.
-    public func liveMountIDs() -> [String] {
-        guard let mountID else { return [] }
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: layout.mountsDirectory)) ?? []
-        return names.filter { $0 == mountID.rawValue || Self.isLive(mountDirectory: layout.mountsDirectory + "/" + $0) }
-    }
 }
 
 /// What one live mount published, parsed, with the stamp of the files it came from.

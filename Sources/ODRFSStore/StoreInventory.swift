@@ -36,6 +36,8 @@ public struct StoreInventory: Sendable {
         public var origin: String?
         /// The revision of its cached manifest, if that parses.
         public var revision: Int64?
+        /// The SHA-256 (hex) of the file index its cached manifest names, if that parses.
+        public var currentIndex: String?
         /// Its live mounts.
         public var mounts: [MountRecord]
         /// Content hashes of the packs it names: its cached manifest's, and what its live
@@ -103,12 +105,13 @@ public struct StoreInventory: Sendable {
         var bundles: [Bundle] = []
         for key in (try? FileManager.default.contentsOfDirectory(atPath: root + "/bundles")) ?? [] {
             let directory = root + "/bundles/" + key
-            var bundle = Bundle(key: key, identity: nil, origin: nil, revision: nil, mounts: [], packs: [], basePacks: [], metadata: [])
+            var bundle = Bundle(key: key, identity: nil, origin: nil, revision: nil, currentIndex: nil, mounts: [], packs: [], basePacks: [], metadata: [])
             bundle.origin = PackStore.boundedContents(of: directory + "/origin", limit: 64 << 10).map { String(decoding: $0, as: UTF8.self) }
             let manifestPath = directory + "/" + Manifest.fileName
             if let data = PackStore.boundedContents(of: manifestPath, limit: 64 << 20), let manifest = try? Manifest.decode(data) {
                 bundle.revision = manifest.revision
                 bundle.identity = manifest.bundle
+                bundle.currentIndex = manifest.index.sha256.hex
                 bundle.packs = Set(manifest.packs.map(\.sha256.hex))
                 bundle.basePacks = Set(manifest.basePacks.map { manifest.pack($0).sha256.hex })
                 bundle.metadata.append(Object(kind: .manifest, sha256: ContentHash.of(data).hex, bytes: Int64(data.count),

@@ -25,8 +25,7 @@ public enum StoreMaintenance {
         let inventory = try StoreInventory.read(root: root, probingHolds: false)
         var removal = try remove(inventory.unreferencedPacks, root: root)
         for bundle in inventory.bundles where bundle.mounts.isEmpty {
-            let current = currentIndex(of: bundle, root: root)
-            for object in bundle.metadata where object.kind == .index && object.sha256 != current {
+            for object in bundle.metadata where object.kind == .index && object.sha256 != bundle.currentIndex {
                 // The bundle's link; its object goes below once nothing else links it. A
                 // file of the previous layout (one link) is freed here.
                 let path = root + "/bundles/" + bundle.key + "/index/" + object.sha256 + "." + FileIndex.fileExtension
@@ -64,12 +63,6 @@ public enum StoreMaintenance {
             object.kind == .pack && !object.bundles.isEmpty && keys.isSuperset(of: object.bundles) && !mountedBase.contains(object.sha256)
         }
         return try remove(victims, root: root)
-    }
-
-    private static func currentIndex(of bundle: StoreInventory.Bundle, root: String) -> String? {
-        guard let data = PackStore.boundedContents(of: root + "/bundles/" + bundle.key + "/" + Manifest.fileName, limit: 64 << 20),
-              let manifest = try? Manifest.decode(data) else { return nil }
-        return manifest.index.sha256.hex
     }
 
     private static func remove(_ packs: [StoreInventory.Object], root: String) throws(StoreError) -> Removal {

@@ -28,10 +28,11 @@ extension Purger {
     @discardableResult
     func purgeStore(extra: Int64 = 0, waiting: Bool = false) -> Int64 {
         guard let limits = storeLimits() else { return 0 }
-        // Every tick brings this mount's mirror of the rows up to date, purging or not, so
-        // that when it does decide, it reads only the last moments' changes.
+        if let freed = store.purging(waiting: waiting, { purgeStore(limits: limits, extra: extra) }) { return freed }
+        // Another mount is purging: this tick still brings this mount's mirror of the rows up
+        // to date, so that when it does decide, it reads only the last moments' changes.
         _ = try? store.storeRows.refresh(from: store.index)
-        return store.purging(waiting: waiting) { purgeStore(limits: limits, extra: extra) } ?? 0
+        return 0
     }
 
     private func purgeStore(limits: CacheLimits, extra: Int64) -> Int64 {
