@@ -147,7 +147,7 @@ public struct BundleBuilder: Sendable {
             node.pack = placement?.pack
             node.dataOffset = placement?.dataOffset ?? 0
             node.sha256 = placement?.sha256
-            node.blockHashes = placement?.blockHashes
+            node.chunks = placement?.chunks
         case .directory:
             node.children = node.children.map { place($0, path: path.isEmpty ? $0.name : path + "/" + $0.name, placements) }
         case .symlink:

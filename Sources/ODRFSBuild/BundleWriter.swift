@@ -41,7 +41,7 @@ struct BundleWriter {
             let temporary = output.temporaryPath(in: OutputDirectory.packsDirectory, "\(position).tar")
             let result = try writer.write(files: pack.files.map { tree.files[$0] }, number: PackNumber(UInt32(position)),
                                           to: temporary, sync: false)
-            let (file, stored, compressed) = try store(temporary, sha256: result.digests.sha256, position: position)
+            let (file, stored, compressed) = try store(temporary, sha256: result.digests.sha256, position: position, cuts: result.frameCuts)
             // Unchanged since a kept revision: the copy is dropped before it is ever synced
             // (compression is deterministic, so the same tar gives the same frames).
             let storedBytes = compressed?.bytes ?? result.digests.bytes

@@ -7,9 +7,13 @@ import ODRFSCompression
 import ODRFSCore
 
 /// Turns a written pack tar into its seekable compressed form (`packs/<sha256>.tar.zst`):
-/// the tar cut at the chunk boundaries, each chunk one zstd frame (see ``PackCompression``).
+/// the tar cut at the chunk boundaries, and inside chunks at the `cuts` given (where the
+/// content-defined chunks of large files start and end), each piece one zstd frame (see
+/// ``PackCompression``). So an update that needs a few chunks of a large file fetches
+/// their frames, not the whole manifest chunks around them; small files keep sharing
+/// frames as large as a chunk, which compress best.
 ///
-/// Reads the tar back chunk by chunk (it was just written, so from the page cache); holds
+/// Reads the tar back piece by piece (it was just written, so from the page cache); holds
 /// one chunk and one frame in memory at a time. Deterministic: libzstd at a fixed level
 /// gives the same frames for the same bytes.
 struct PackCompressor {
@@ -17,8 +21,10 @@ struct PackCompressor {
     let level: Int
 
     /// Writes the frames of the tar at `tarPath` to `outputPath` (created, fsynced) and
-    /// returns the frame table for the manifest.
-    func compress(tar tarPath: String, to outputPath: String) throws(BuildError) -> PackCompression {
+    /// returns the frame table for the manifest. `cuts`: offsets in the tar, increasing,
+    /// where a frame must start; frames carry their sizes only when there are such cuts
+    /// inside chunks (otherwise each frame is a chunk, as releases before them read).
+    func compress(tar tarPath: String, to outputPath: String, cuts: [Int64] = []) throws(BuildError) -> PackCompression {
         let input = open(tarPath, O_RDONLY | O_CLOEXEC)
         guard input >= 0 else { throw BuildError.io(SystemCallError("open"), "open pack file", tarPath) }
         defer { close(input) }
@@ -28,8 +34,16 @@ struct PackCompressor {
         var chunk = [UInt8](repeating: 0, count: Int(chunkSize.value))
         var frames: [PackCompression.Frame] = []
         var offset: Int64 = 0
+        var position: Int64 = 0
+        var nextCut = cuts.startIndex
+        let size = chunkSize.value
         while true {
-            let filled = try readChunk(input, into: &chunk, path: tarPath)
+            // Up to the next chunk boundary or cut, whichever comes first.
+            while nextCut < cuts.endIndex && cuts[nextCut] <= position { nextCut += 1 }
+            let boundary = (position / size + 1) * size
+            let end = nextCut < cuts.endIndex ? min(boundary, cuts[nextCut]) : boundary
+            let want = Int(end - position)
+            let filled = try readChunk(input, into: &chunk, count: want, path: tarPath)
             if filled == 0 { break }
             let frame: [UInt8]
             do {
@@ -41,19 +55,26 @@ struct PackCompressor {
             }
             let written = frame.withUnsafeBytes { buffer in Swift.Result { () throws(SystemCallError) in try POSIXFile.writeAll(out, buffer) } }
             do { try written.get() } catch { throw BuildError.io(error, "write pack file", outputPath) }
-            frames.append(PackCompression.Frame(offset: offset, length: Int64(frame.count)))
+            frames.append(PackCompression.Frame(offset: offset, length: Int64(frame.count), size: Int64(filled)))
             offset += Int64(frame.count)
-            if filled < chunk.count { break }
+            position += Int64(filled)
+            if filled < want { break }
+        }
+        // Every frame a whole chunk: the sizes say nothing, and a manifest without them is
+        // the one earlier releases wrote and read.
+        if frames.count == Int((position + size - 1) / size) {
+            frames = frames.map { PackCompression.Frame(offset: $0.offset, length: $0.length) }
         }
         do { try POSIXFile.sync(out) } catch { throw BuildError.io(error, "fsync pack file", outputPath) }
         return PackCompression(bytes: ByteCount(offset), frames: frames)
     }
 
-    /// Fills `chunk` from `fd`; fewer bytes only at the end of the file.
-    private func readChunk(_ fd: Int32, into chunk: inout [UInt8], path: String) throws(BuildError) -> Int {
+    /// Reads `count` bytes (at most `chunk.count`) from `fd` into `chunk`; fewer only at the
+    /// end of the file.
+    private func readChunk(_ fd: Int32, into chunk: inout [UInt8], count: Int, path: String) throws(BuildError) -> Int {
         var filled = 0
-        while filled < chunk.count {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, $0.count - filled) }
+        while filled < count {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, count - filled) }
             if n < 0 {
                 if errno == EINTR { continue }
                 throw BuildError.io(SystemCallError("read"), "read pack file", path)

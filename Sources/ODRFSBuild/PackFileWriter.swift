@@ -15,14 +15,18 @@ struct PackFileWriter {
         var dataOffset: UInt64
         /// The file's own SHA-256, for the index's digest table.
         var sha256: ContentHash
-        /// Files of at least ``FileIndexWriter/minimumBlockHashedSize``: their blocks' hashes,
-        /// for the index's block table.
-        var blockHashes: [BlockHash]?
+        /// Files of at least ``FileIndexWriter/minimumBlockHashedSize``: their content-defined
+        /// chunks, for the index's chunk table.
+        var chunks: [FileChunk]?
     }
 
     struct Result {
         var digests: ChunkHasher.Digests
         var placements: [(path: String, placement: Placement)]
+        /// Where the content-defined chunks of the pack's large files start, as offsets in
+        /// the pack, increasing: a compressed pack starts frames there too, and after each
+        /// such file (``PackCompressor``).
+        var frameCuts: [Int64]
     }
 
     let resourceRoot: String
@@ -38,6 +42,7 @@ struct PackFileWriter {
         var hasher = ChunkHasher(chunkSize: chunkSize)
         var placements: [(String, Placement)] = []
         placements.reserveCapacity(files.count)
+        var frameCuts: [Int64] = []
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
 
         func emit(_ bytes: UnsafeRawBufferPointer) throws(BuildError) {
@@ -72,8 +77,7 @@ struct PackFileWriter {
             try emit(header)
             var remaining = file.size
             var fileHasher = SHA256()
-            var blockHasher = file.size >= UInt64(FileIndexWriter.minimumBlockHashedSize.value)
-                ? BlockHasher(blockSize: FileIndexWriter.defaultBlockSize) : nil
+            var chunker = file.size >= UInt64(FileIndexWriter.minimumBlockHashedSize.value) ? ContentChunker(.standard) : nil
             while true {
                 let n = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
                 if n < 0 {
@@ -87,22 +91,32 @@ struct PackFileWriter {
                 remaining -= UInt64(n)
                 buffer.withUnsafeBytes {
                     fileHasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[0..<n]))
-                    blockHasher?.update(UnsafeRawBufferPointer(rebasing: $0[0..<n]))
+                    chunker?.update(UnsafeRawBufferPointer(rebasing: $0[0..<n]))
                 }
                 let result = buffer.withUnsafeBytes { b in Swift.Result { () throws(BuildError) in try emit(UnsafeRawBufferPointer(rebasing: b[0..<n])) } }
                 try result.get()
             }
             guard remaining == 0 else { throw changed(source) }
             try emit(tar.endFile())
+            let chunks = chunker.map { chunker in
+                var chunker = chunker
+                var start: Int64 = 0
+                return chunker.finalize().map { chunk in
+                    defer { start = Int64(chunk.end) }
+                    return FileChunk(offset: start, length: Int64(chunk.end) - start, digest: chunk.digest)
+                }
+            }
+            for chunk in chunks ?? [] { frameCuts.append(Int64(contentOffset) + chunk.offset) }
+            if let last = chunks?.last { frameCuts.append(Int64(contentOffset) + last.offset + last.length) }
             placements.append((file.path, Placement(pack: number, dataOffset: contentOffset,
                                                    sha256: ContentHash(digest: fileHasher.finalize()),
-                                                   blockHashes: blockHasher?.finalize())))
+                                                   chunks: chunks)))
         }
         try emit(tar.finish())
         if sync {
             do { try POSIXFile.sync(out) } catch { throw BuildError.io(error, "fsync pack file", path) }
         }
-        return Result(digests: hasher.finalize(), placements: placements)
+        return Result(digests: hasher.finalize(), placements: placements, frameCuts: frameCuts)
     }
 
     private func changed(_ source: String) -> BuildError {

@@ -16,8 +16,10 @@ extension FileIndex {
         var stringsLength: Int
         /// Version 2: where the digest table starts; nil for version 1 (no digests).
         var digestsStart: Int?
-        /// Version 3: the block table's bytes, nil when absent (see ``FileIndex/BlockTable``).
-        var blocks: Range<Int>?
+        /// Versions 3 and 4: the block (3) or chunk (4) table's bytes, nil when absent (see
+        /// ``FileIndex/BlockTable``, ``FileIndex/ChunkTable``).
+        var trailing: Range<Int>?
+        var version: UInt32
     }
 
     static func validateHeader(_ base: UnsafeRawPointer, byteCount: Int) throws(FileIndexError) -> Header {
@@ -52,7 +54,7 @@ extension FileIndex {
             throw FileIndexError(.truncated, "string table (\(stringsLength) bytes at \(stringsOffset)) extends past the end of the \(size)-byte index")
         }
         var digestsStart: Int?
-        var blocks: Range<Int>?
+        var trailing: Range<Int>?
         if version >= 2 {
             let digestsOffset = base.u64(H.digestsOffset)
             let digestsLength = UInt64(entryCount) * UInt64(FileIndexLayout.digestSize)
@@ -60,12 +62,13 @@ extension FileIndex {
                 throw FileIndexError(.truncated, "digest table (\(digestsLength) bytes at \(digestsOffset)) extends past the end of the \(size)-byte index")
             }
             digestsStart = Int(digestsOffset)
-            // Version 3: the block table runs from the end of the digest table to the end.
-            let blocksStart = digestsOffset + digestsLength
-            if version >= 3, blocksStart < size { blocks = Int(blocksStart)..<byteCount }
+            // Versions 3 and 4: the block or chunk table runs from the end of the digest table to the end.
+            let trailingStart = digestsOffset + digestsLength
+            if version >= 3, trailingStart < size { trailing = Int(trailingStart)..<byteCount }
         }
         return Header(entryCount: entryCount, packCount: base.u32(H.packCount), recordsStart: Int(recordsOffset),
-                      stringsStart: Int(stringsOffset), stringsLength: Int(stringsLength), digestsStart: digestsStart, blocks: blocks)
+                      stringsStart: Int(stringsOffset), stringsLength: Int(stringsLength), digestsStart: digestsStart,
+                      trailing: trailing, version: version)
     }
 
     func validateRecords() throws(FileIndexError) {

@@ -17,7 +17,7 @@ import Darwin
 /// this object.
 public final class FileIndex: @unchecked Sendable {
     // @unchecked: the only stored state is a read-only region and fields that no one writes
-    // after init (`blocks` is set once, at the end of init, after validation).
+    // after init (`blocks` and `contentChunks` are set once, at the end of init, after validation).
     public static let fileExtension = "odrx"
 
     let region: Region
@@ -30,6 +30,10 @@ public final class FileIndex: @unchecked Sendable {
     let digestsStart: Int?
     /// The validated block table (version 3), nil when the index has none.
     private(set) var blocks: BlockTable?
+    /// The validated chunk table (version 4), nil when the index has none.
+    private(set) var contentChunks: ChunkTable?
+    /// The format version the index was written in.
+    public let version: UInt32
     /// How many packs the manifest that goes with this index has; every file's pack is below it.
     public let packCount: Int
     /// When to release the pages requests have touched (see ``noteEntriesServed(_:)``).
@@ -67,10 +71,13 @@ public final class FileIndex: @unchecked Sendable {
         self.stringsLength = header.stringsLength
         self.digestsStart = header.digestsStart
         self.packCount = Int(header.packCount)
+        self.version = header.version
         self.residency = residency
         try validateRecords()
         try validateSymlinks()
-        if let range = header.blocks { blocks = try validateBlocks(range) }
+        if let range = header.trailing {
+            if header.version >= 4 { contentChunks = try validateChunks(range) } else { blocks = try validateBlocks(range) }
+        }
     }
 
     public var entryCount: Int { Int(count) }

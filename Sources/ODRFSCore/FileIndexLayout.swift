@@ -2,11 +2,11 @@
 ///
 /// ```
 /// header (64 bytes)
-///   0  magic "ODRIDX1\0"        8  version u32 (3; 1 and 2 are still read)  12 recordSize u32 (64)
+///   0  magic "ODRIDX1\0"        8  version u32 (4; 1 to 3 are still read)  12 recordSize u32 (64)
 ///   16 entryCount u32           20 packCount u32
 ///   24 recordsOffset u64        32 recordsLength u64
 ///   40 stringsOffset u64        48 stringsLength u64
-///   56 digestsOffset u64 (versions 2 and 3; reserved in version 1)
+///   56 digestsOffset u64 (versions 2 to 4; reserved in version 1)
 /// record (64 bytes), one per entry, breadth-first; children of a directory are contiguous
 /// and sorted by name bytes, so lookup is a binary search and entry number + 1 an inode number
 ///   0  parent u32               4  kind u8, 3 reserved bytes (0)
@@ -30,6 +30,19 @@
 ///   then the hashes, 16 bytes each (``BlockHash``): file row i's ⌈size / blockSize⌉ blocks
 ///   (the last one shorter) start at hash firstBlock, which is the sum of the rows before it;
 ///   block k covers the file's bytes k·blockSize ..< min((k+1)·blockSize, size).
+/// chunks (version 4, in place of the blocks): from the end of the digest table to the end
+///   of the index; absent when that is empty. Content-defined chunks of regular files of at
+///   least 256 KiB (``ContentChunking``), each with its full SHA-256, so an update matches a
+///   changed file's chunks wherever they moved, and copies them from any local file.
+///   0  algorithm u32 (1: FastCDC, see ``ContentChunking``)  4 minimum u32  8 average u32
+///   12 maximum u32              16 hashSize u32 (32)        20 fileCount u32
+///   24 reserved u64 (0)
+///   32 fileCount rows of 16 bytes, entry numbers strictly increasing:
+///      0 entry u32 (a regular file of size > 0)  4 reserved u32 (0)  8 firstChunk u64
+///   then the chunks, 40 bytes each: 0 end u64 (where the chunk ends in its file)
+///   8 SHA-256 (32 bytes). File row i's chunks run from firstChunk to the next row's (the
+///   last row's to the end); their ends strictly increase, no chunk is longer than
+///   `maximum`, and the last ends at the file's size.
 /// ```
 ///
 /// A bundle whose manifest declares variants keeps its tree as built: a directory named
@@ -38,10 +51,12 @@
 /// the logical tree that ``VariantView`` resolves from it.
 enum FileIndexLayout {
     static let magic: [UInt8] = Array("ODRIDX1\0".utf8)
-    /// The version the writer produces.
-    static let version: UInt32 = 3
-    /// Versions the reader accepts: 1 has no digest table, 2 no block table.
-    static let readableVersions: ClosedRange<UInt32> = 1...3
+    /// The version the writer produces with content-defined chunks (3 with fixed blocks).
+    static let version: UInt32 = 4
+    /// The version whose trailing table is fixed blocks.
+    static let blocksVersion: UInt32 = 3
+    /// Versions the reader accepts: 1 has no digest table, 2 no block table, 3 fixed blocks.
+    static let readableVersions: ClosedRange<UInt32> = 1...4
     /// Bytes of one entry's SHA-256 in the digest table.
     static let digestSize = 32
     static let headerSize = 64
@@ -73,6 +88,27 @@ enum FileIndexLayout {
         static let rowFirstBlock = 8
         /// The block sizes a reader accepts.
         static let blockSizes: ClosedRange<UInt32> = 4096...(16 << 20)
+    }
+
+    /// The chunk table (version 4).
+    enum Chunks {
+        static let headerSize = 32
+        static let rowSize = 16
+        static let chunkSize = 40
+        static let algorithm = 0
+        static let minimum = 4
+        static let average = 8
+        static let maximum = 12
+        static let hashSize = 16
+        static let fileCount = 20
+        static let reserved = 24
+        static let rowEntry = 0
+        static let rowReserved = 4
+        static let rowFirstChunk = 8
+        static let chunkEnd = 0
+        static let chunkDigest = 8
+        /// The only algorithm: FastCDC as ``ContentChunking`` describes it.
+        static let fastCDC: UInt32 = 1
     }
 
     enum Record {

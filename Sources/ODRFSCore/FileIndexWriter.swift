@@ -25,6 +25,10 @@ public struct FileIndexWriter: Sendable {
         /// (written to the block table), when known; the builder records them for files of
         /// at least ``FileIndexWriter/minimumBlockHashedSize``.
         public var blockHashes: [BlockHash]? = nil
+        /// Regular files: the content-defined chunks of the content (written to the chunk
+        /// table of a version-4 index), when known; the builder records them for files of at
+        /// least ``FileIndexWriter/minimumBlockHashedSize``.
+        public var chunks: [FileChunk]? = nil
 
         public static func directory(_ name: String, permissions: UInt32 = 0o755,
                                      modificationTime: Timestamp = Timestamp(seconds: 0, nanoseconds: 0),
@@ -50,8 +54,9 @@ public struct FileIndexWriter: Sendable {
 
     /// Number of packs in the manifest this index goes with; every file's pack must be below it.
     public var packCount: Int
-    /// The block size of the block table (a power of two, 4 KiB to 16 MiB).
-    public var blockSize: ByteCount
+    /// How large files are chunked: content-defined chunks make a version-4 index (the
+    /// default), fixed blocks a version-3 one, as releases before version 4 wrote.
+    public var chunking: IndexChunking
 
     /// The block size `odrfs build` hashes large files by: small enough that a change costs
     /// little more than the changed bytes, large enough that the table stays ~0.025 % of them.
@@ -60,9 +65,20 @@ public struct FileIndexWriter: Sendable {
     /// most a few blocks could be saved.
     public static let minimumBlockHashedSize = ByteCount.kibibytes(256)
 
-    public init(packCount: Int, blockSize: ByteCount = FileIndexWriter.defaultBlockSize) {
+    public init(packCount: Int, chunking: IndexChunking = .contentDefined(.standard)) {
         self.packCount = packCount
-        self.blockSize = blockSize
+        self.chunking = chunking
+    }
+
+    /// A writer of version-3 indexes, with a block table of `blockSize` blocks.
+    public init(packCount: Int, blockSize: ByteCount) {
+        self.init(packCount: packCount, chunking: .fixedBlocks(blockSize))
+    }
+
+    /// The block size of a version-3 block table (a power of two, 4 KiB to 16 MiB).
+    var blockSize: ByteCount {
+        if case .fixedBlocks(let size) = chunking { return size }
+        return .zero
     }
 
     /// The index bytes for the tree under `root` (whose own name is ignored).
@@ -74,6 +90,7 @@ public struct FileIndexWriter: Sendable {
         var strings: [UInt8] = []
         var digests: [UInt8] = []
         var blockRows: [(entry: UInt32, hashes: [BlockHash])] = []
+        var chunkRows: [(entry: UInt32, chunks: [FileChunk])] = []
         let noDigest = [UInt8](repeating: 0, count: FileIndexLayout.digestSize)
         var next = 0
         while next < queue.count {
@@ -94,9 +111,23 @@ public struct FileIndexWriter: Sendable {
                 pack = number.rawValue
                 data = node.dataOffset
                 size = node.size
-                if let hashes = node.blockHashes {
-                    try checkBlocks(hashes, of: node)
-                    blockRows.append((entry: UInt32(next - 1), hashes: hashes))
+                switch chunking {
+                case .fixedBlocks:
+                    guard node.chunks == nil else {
+                        throw FileIndexError(.invalidTree, "file '\(node.name)' has content-defined chunks, but this index has fixed blocks")
+                    }
+                    if let hashes = node.blockHashes {
+                        try checkBlocks(hashes, of: node)
+                        blockRows.append((entry: UInt32(next - 1), hashes: hashes))
+                    }
+                case .contentDefined(let parameters):
+                    guard node.blockHashes == nil else {
+                        throw FileIndexError(.invalidTree, "file '\(node.name)' has fixed block hashes, but this index has content-defined chunks")
+                    }
+                    if let chunks = node.chunks {
+                        try Self.check(chunks, of: node, parameters: parameters)
+                        chunkRows.append((entry: UInt32(next - 1), chunks: chunks))
+                    }
                 }
             case .symlink:
                 let target = Array((node.symlinkTarget ?? "").utf8)
@@ -134,7 +165,7 @@ public struct FileIndexWriter: Sendable {
         var out: [UInt8] = []
         out.reserveCapacity(FileIndexLayout.headerSize + records.count + strings.count + digests.count)
         out.append(contentsOf: FileIndexLayout.magic)
-        out.appendLE(FileIndexLayout.version)
+        if case .contentDefined = chunking { out.appendLE(FileIndexLayout.version) } else { out.appendLE(FileIndexLayout.blocksVersion) }
         out.appendLE(UInt32(FileIndexLayout.recordSize))
         out.appendLE(UInt32(queue.count))
         out.appendLE(UInt32(packCount))
@@ -147,7 +178,52 @@ public struct FileIndexWriter: Sendable {
         out.append(contentsOf: strings)
         out.append(contentsOf: digests)
         if !blockRows.isEmpty { appendBlockTable(blockRows, to: &out) }
+        if case .contentDefined(let parameters) = chunking, !chunkRows.isEmpty {
+            Self.appendChunkTable(chunkRows, parameters: parameters, to: &out)
+        }
         return out
+    }
+
+    /// A file's chunks must cover it exactly, in order, each 1...maximum bytes, with full digests.
+    private static func check(_ chunks: [FileChunk], of node: Node, parameters: ContentChunking) throws(FileIndexError) {
+        guard parameters.isValid else {
+            throw FileIndexError(.invalidTree, "chunking \(parameters) is not valid")
+        }
+        var end: Int64 = 0
+        for chunk in chunks {
+            guard chunk.offset == end, (1...Int64(parameters.maximum)).contains(chunk.length), chunk.digest.kind == .sha256 else {
+                throw FileIndexError(.invalidTree, "file '\(node.name)' has a chunk of \(chunk.length) bytes at \(chunk.offset), expected one at \(end) of 1...\(parameters.maximum) bytes with a SHA-256")
+            }
+            end += chunk.length
+        }
+        guard node.size > 0, UInt64(end) == node.size else {
+            throw FileIndexError(.invalidTree, "file '\(node.name)' of \(node.size) bytes has chunks covering \(end)")
+        }
+    }
+
+    /// The version-4 chunk table (see ``FileIndexLayout``); rows are in entry order already.
+    private static func appendChunkTable(_ rows: [(entry: UInt32, chunks: [FileChunk])], parameters: ContentChunking,
+                                         to out: inout [UInt8]) {
+        out.appendLE(FileIndexLayout.Chunks.fastCDC)
+        out.appendLE(parameters.minimum)
+        out.appendLE(parameters.average)
+        out.appendLE(parameters.maximum)
+        out.appendLE(UInt32(ChunkDigest.sha256ByteCount))
+        out.appendLE(UInt32(rows.count))
+        out.appendLE(UInt64(0))
+        var first: UInt64 = 0
+        for row in rows {
+            out.appendLE(row.entry)
+            out.appendLE(UInt32(0))
+            out.appendLE(first)
+            first += UInt64(row.chunks.count)
+        }
+        for row in rows {
+            for chunk in row.chunks {
+                out.appendLE(UInt64(chunk.offset + chunk.length))
+                out.append(contentsOf: chunk.digest.storedBytes)
+            }
+        }
     }
 
     private func checkBlocks(_ hashes: [BlockHash], of node: Node) throws(FileIndexError) {

@@ -1,12 +1,14 @@
-/// A compressed pack's frames, validated: maps a chunk index of the uncompressed pack to
-/// the byte range of its frame in the compressed file and back, so a fetcher (or an
-/// update that needs only some chunks) can ask the origin for exactly those frames.
+/// A compressed pack's frames, validated: maps the chunks and byte ranges of the
+/// uncompressed pack to the frames holding them in the compressed file and back, so a
+/// fetcher (or an update that needs only some bytes) can ask the origin for exactly those
+/// frames.
 ///
 /// Built from a ``PackDescriptor`` whose ``PackDescriptor/compression`` came from an
-/// origin, so every number is checked before use: one frame per chunk, frames contiguous
-/// from offset 0 and ending at the declared compressed size, every frame at least 1 byte
-/// and at most ``maximumFrameLength(chunkSize:)``, every sum checked for overflow. After
-/// that, the accessors need no checks.
+/// origin, so every number is checked before use: frames contiguous from offset 0 and
+/// ending at the declared compressed size; either one frame per chunk (no sizes) or sizes on
+/// every frame that add up to the pack with no frame crossing a chunk boundary; every frame
+/// at least 1 byte and at most ``maximumFrameLength(chunkSize:)`` of its uncompressed size;
+/// every sum checked for overflow. After that, the accessors need no checks.
 public struct FrameTable: Sendable, Equatable {
     public let pack: PackID
     /// Size of the compressed file.
@@ -15,6 +17,10 @@ public struct FrameTable: Sendable, Equatable {
     public let uncompressedBytes: Int64
     public let chunkSize: Int64
     private let frames: [PackCompression.Frame]
+    /// Where each frame starts in the uncompressed pack, plus the pack's size at the end.
+    private let starts: [Int64]
+    /// The first frame of each chunk, plus the frame count at the end.
+    private let chunkFrames: [Int]
 
     /// Validates `pack.compression` against the pack's size and chunk list; nil for a pack
     /// without compression.
@@ -36,33 +42,67 @@ public struct FrameTable: Sendable, Equatable {
             throw refuse(.invalidSize, "compressed size \(compression.bytes.value) is outside 0...\(BundleLimits.maxTotalBytes.value)")
         }
         // Both ≤ 2^52 and chunkSize ≥ 1: no overflow.
-        let needed = (pack.bytes.value + chunkSize.value - 1) / chunkSize.value
-        guard Int64(pack.chunks.count) == needed, compression.frames.count == pack.chunks.count else {
+        let size = chunkSize.value
+        let needed = (pack.bytes.value + size - 1) / size
+        let sized = compression.frames.first?.size != nil
+        guard Int64(pack.chunks.count) == needed, sized ? compression.frames.count >= pack.chunks.count : compression.frames.count == pack.chunks.count else {
             throw refuse(.chunkCountMismatch, "\(compression.frames.count) frames and \(pack.chunks.count) chunk hashes for a pack of \(needed) chunks")
         }
-        let maximum = Self.maximumFrameLength(chunkSize: chunkSize.value)
+        var starts: [Int64] = []
+        var chunkFrames: [Int] = []
+        starts.reserveCapacity(compression.frames.count + 1)
+        chunkFrames.reserveCapacity(pack.chunks.count + 1)
         var next: Int64 = 0
+        var position: Int64 = 0
         for (number, frame) in compression.frames.enumerated() {
             guard frame.offset == next else {
                 throw refuse(.inconsistent, "frame \(number) starts at \(frame.offset), expected \(next) (frames must be contiguous)")
             }
+            // The frame's uncompressed bytes: its size, or its chunk.
+            let frameSize: Int64
+            if sized {
+                guard let declared = frame.size, declared >= 1, declared <= size else {
+                    throw refuse(.invalidSize, "frame \(number) has size \(frame.size.map { "\($0)" } ?? "none"); with sizes, every frame has one in 1...\(size)")
+                }
+                // position < pack bytes ≤ 2^52 here, declared ≤ 2^30: no overflow.
+                guard position / size == (position + declared - 1) / size, position + declared <= pack.bytes.value else {
+                    throw refuse(.inconsistent, "frame \(number) (\(declared) bytes at \(position)) crosses a chunk boundary or the end of the pack")
+                }
+                frameSize = declared
+            } else {
+                guard frame.size == nil else {
+                    throw refuse(.inconsistent, "frame \(number) has a size but the first frame has none")
+                }
+                frameSize = min(size, pack.bytes.value - position)
+            }
+            let maximum = Self.maximumFrameLength(chunkSize: frameSize)
             guard (1...maximum).contains(frame.length) else {
-                throw refuse(.invalidSize, "frame \(number) is \(frame.length) bytes; a frame of a \(chunkSize.value)-byte chunk is 1...\(maximum)")
+                throw refuse(.invalidSize, "frame \(number) is \(frame.length) bytes; a frame of \(frameSize) bytes is 1...\(maximum)")
             }
             let (end, overflow) = next.addingReportingOverflow(frame.length)
             guard !overflow, end <= compression.bytes.value else {
                 throw refuse(.invalidSize, "frame \(number) ends past the compressed size \(compression.bytes.value)")
             }
+            if position % size == 0 { chunkFrames.append(number) }
+            starts.append(position)
+            position += frameSize
             next = end
         }
         guard next == compression.bytes.value else {
             throw refuse(.invalidSize, "frames end at \(next) but the compressed size is \(compression.bytes.value)")
         }
+        guard position == pack.bytes.value, chunkFrames.count == pack.chunks.count else {
+            throw refuse(.inconsistent, "frames hold \(position) bytes in \(chunkFrames.count) chunks; the pack is \(pack.bytes.value) bytes in \(pack.chunks.count)")
+        }
+        starts.append(position)
+        chunkFrames.append(compression.frames.count)
         self.pack = pack.id
         self.compressedBytes = compression.bytes.value
         self.uncompressedBytes = pack.bytes.value
-        self.chunkSize = chunkSize.value
+        self.chunkSize = size
         self.frames = compression.frames
+        self.starts = starts
+        self.chunkFrames = chunkFrames
     }
 
     /// The largest frame accepted for a chunk of `chunkSize` bytes: above libzstd's
@@ -72,12 +112,36 @@ public struct FrameTable: Sendable, Equatable {
         chunkSize + chunkSize / 128 + 4096
     }
 
-    /// Number of frames (= chunks).
-    public var count: Int { frames.count }
+    /// Number of chunks.
+    public var count: Int { chunkFrames.count - 1 }
 
-    /// Where chunk `chunk`'s frame lies in the compressed file.
+    /// Number of frames: the chunks', or more when chunks are cut into several frames.
+    public var frameCount: Int { frames.count }
+
+    /// Where frame `frame` lies in the compressed file.
+    public func compressedRange(ofFrame frame: Int) -> Range<Int64> {
+        frames[frame].offset..<(frames[frame].offset + frames[frame].length)
+    }
+
+    /// Where frame `frame` lies in the uncompressed pack.
+    public func uncompressedRange(ofFrame frame: Int) -> Range<Int64> {
+        starts[frame]..<starts[frame + 1]
+    }
+
+    /// The chunk frame `frame` belongs to.
+    public func chunk(ofFrame frame: Int) -> Int {
+        Int(starts[frame] / chunkSize)
+    }
+
+    /// The frames of chunk `chunk`.
+    public func frames(ofChunk chunk: Int) -> Range<Int> {
+        chunkFrames[chunk]..<chunkFrames[chunk + 1]
+    }
+
+    /// Where chunk `chunk`'s frames lie in the compressed file.
     public func compressedRange(ofChunk chunk: Int) -> Range<Int64> {
-        frames[chunk].offset..<(frames[chunk].offset + frames[chunk].length)
+        let run = frames(ofChunk: chunk)
+        return compressedRange(ofFrame: run.lowerBound).lowerBound..<compressedRange(ofFrame: run.upperBound - 1).upperBound
     }
 
     /// Where chunk `chunk` lies in the uncompressed pack; the last chunk may be shorter.
@@ -86,7 +150,17 @@ public struct FrameTable: Sendable, Equatable {
         return start..<min(start + chunkSize, uncompressedBytes)
     }
 
-    /// The chunk whose frame starts at `offset` in the compressed file, if one does.
+    /// The frame holding byte `offset` of the uncompressed pack (which must be inside it).
+    public func frame(containing offset: Int64) -> Int {
+        var low = 0, high = frames.count
+        while low < high {
+            let middle = (low + high) / 2
+            if starts[middle + 1] <= offset { low = middle + 1 } else { high = middle }
+        }
+        return min(low, frames.count - 1)
+    }
+
+    /// The chunk whose first frame starts at `offset` in the compressed file, if one does.
     public func chunk(startingAt offset: Int64) -> Int? {
         var low = 0
         var high = frames.count
@@ -94,6 +168,7 @@ public struct FrameTable: Sendable, Equatable {
             let middle = (low + high) / 2
             if frames[middle].offset < offset { low = middle + 1 } else { high = middle }
         }
-        return low < frames.count && frames[low].offset == offset ? low : nil
+        guard low < frames.count, frames[low].offset == offset, starts[low] % chunkSize == 0 else { return nil }
+        return Int(starts[low] / chunkSize)
     }
 }

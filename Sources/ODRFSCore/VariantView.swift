@@ -55,7 +55,7 @@ public struct VariantView: Sendable {
             packs.append(pack)
         }
         let logicalRoot = Self.renumber(root, renumbered)
-        let bytes = try FileIndexWriter(packCount: packs.count, blockSize: index.blockSize ?? FileIndexWriter.defaultBlockSize)
+        let bytes = try FileIndexWriter(packCount: packs.count, chunking: index.chunking ?? .contentDefined(.standard))
             .encode(root: logicalRoot)
         let logical = try FileIndex(bytes: bytes)
         var derived = manifest
@@ -175,7 +175,11 @@ public struct VariantView: Sendable {
                 var node = FileIndexWriter.Node.file(name, size: entry.size, pack: pack, dataOffset: entry.dataOffset,
                                                      permissions: entry.permissions, modificationTime: entry.modificationTime,
                                                      sha256: index.sha256(of: best.entry))
-                node.blockHashes = index.blockHashes(of: best.entry)
+                if case .contentDefined = index.chunking {
+                    node.chunks = index.chunks(of: best.entry)
+                } else {
+                    node.blockHashes = index.blockHashes(of: best.entry)
+                }
                 return node
             }
         }

@@ -12,8 +12,9 @@ import ODRFSRuntime
 /// Resume: when a connection drops, the origin resumes the transfer at the first byte not
 /// yet received (a Range request); the frame arriving then is held in memory, so no frame
 /// already verified — nor any byte of the one in progress — is fetched again. A frame
-/// that does not decode, expands past its chunk or differs from its chunk hash fails the
-/// attempt as corrupt; another server may then send the rest from the first frame not written.
+/// that does not decode or expands past its size, or a chunk that differs from its chunk
+/// hash, fails the attempt as corrupt; another server may then send the rest from the first
+/// frame of the first chunk not written.
 public struct CompressedPackSource: PackSource {
     let pack: PackDescriptor
     let table: FrameTable
@@ -23,8 +24,10 @@ public struct CompressedPackSource: PackSource {
     private var received: Int64 = 0
     private var verified: Int64 = 0
     private var reported: Int64?
-    /// Frames decoded, verified and written: where a download resumes after bad bytes.
+    /// Chunks decoded, verified and written: where a download resumes after bad bytes.
     private var writtenChunks = 0
+    /// The frames of the chunk arriving, decoded but not yet verified.
+    private var partial = FrameDecoder.PartialChunk()
 
     public init(pack: PackDescriptor, table: FrameTable, source: String) {
         (self.pack, self.table, self.source) = (pack, table, source)
@@ -41,9 +44,19 @@ public struct CompressedPackSource: PackSource {
             try await transfer.received(bytes.readableBytes)
             received += Int64(bytes.readableBytes)
             let frames = try assembler.append(bytes)
-            for frame in frames {
-                let content = try await FrameDecoder.executor.run { () throws(FetchError) -> [UInt8] in try decoder.decode(frame) }
-                let range = table.uncompressedRange(ofChunk: frame.chunk)
+            var chunks: [FrameDecoder.Chunk] = []
+            if !frames.isEmpty {
+                let start = partial
+                let (decoded, next) = try await FrameDecoder.executor.run { () throws(FetchError) -> ([FrameDecoder.Chunk], FrameDecoder.PartialChunk) in
+                    var joining = start
+                    let chunks = try decoder.decode(frames, partial: &joining)
+                    return (chunks, joining)
+                }
+                (chunks, partial) = (decoded, next)
+            }
+            for chunk in chunks {
+                let content = chunk.bytes
+                let range = table.uncompressedRange(ofChunk: chunk.chunk)
                 // As for a plain tar: a trailing partial chunk is released to readers only
                 // when the pack is published, so a reader that got its bytes sees the pack
                 // local (the caller marks the file complete then).
@@ -51,13 +64,13 @@ public struct CompressedPackSource: PackSource {
                 reported = range.upperBound
                 let count = PackProgressCount(received: range.upperBound, verified: verified, wire: received)
                 try await transfer.append(to: file, report: count) { (file) throws(FetchError) in try file.append(content) }
-                writtenChunks = frame.chunk + 1
+                writtenChunks = chunk.chunk + 1
             }
             // Between frames, progress in uncompressed units is estimated from the share of
             // the current frame received (status, progress bars): reported on the first
             // bytes and then at most every quarter chunk; nothing is released.
             let estimate = assembler.estimatedUncompressedOffset
-            if frames.isEmpty, reported.map({ estimate - $0 >= table.chunkSize / 4 }) ?? true {
+            if chunks.isEmpty, reported.map({ estimate - $0 >= table.chunkSize / 4 }) ?? true {
                 reported = estimate
                 let count = PackProgressCount(received: estimate, verified: verified, wire: received)
                 try await transfer.append(to: file, report: count) { (_: File) throws(FetchError) in }
@@ -69,14 +82,15 @@ public struct CompressedPackSource: PackSource {
     public mutating func rewind<File: DownloadSinkFile>(_ file: File, io: IOExecutor) async throws(FetchError) -> Int64 {
         let resume = writtenChunks < table.count ? table.uncompressedRange(ofChunk: writtenChunks).lowerBound : table.uncompressedBytes
         try await io.run { () throws(FetchError) in try file.resize(to: resume) }
-        assembler = FrameAssembler(table: table, startingAt: writtenChunks)
+        assembler = FrameAssembler(table: table, startingAt: writtenChunks < table.count ? table.frames(ofChunk: writtenChunks).lowerBound : table.frameCount)
+        partial = FrameDecoder.PartialChunk()
         reported = nil
         return resume
     }
 
     public mutating func finish<File: DownloadSinkFile>(_ file: File, io: IOExecutor) async throws(FetchError) {
         guard assembler.isComplete else {
-            throw FetchError(.corrupt, "pack '\(pack.id)' (\(pack.file)) from \(source) ended at byte \(assembler.offset) of \(table.compressedBytes), in frame \(assembler.nextChunk) of \(table.count)")
+            throw FetchError(.corrupt, "pack '\(pack.id)' (\(pack.file)) from \(source) ended at byte \(assembler.offset) of \(table.compressedBytes), in frame \(assembler.nextFrame) of \(table.frameCount)")
         }
     }
 }

@@ -6,39 +6,39 @@ import ODRFSCore
 /// arriving (at most ``FrameTable/maximumFrameLength(chunkSize:)``) and hands back each
 /// frame once it is whole. Not `Sendable`: one download's state, kept in its task.
 struct FrameAssembler {
-    /// A whole frame and the chunk it holds.
+    /// A whole frame and its number.
     struct Frame: Sendable {
-        var chunk: Int
+        var frame: Int
         var bytes: [UInt8]
     }
 
     let table: FrameTable
-    /// The chunk whose frame is arriving; `table.count` when all have arrived.
-    private(set) var nextChunk = 0
+    /// The frame arriving; `table.frameCount` when all have arrived.
+    private(set) var nextFrame = 0
     private var pending: [UInt8] = []
 
-    /// An assembler for the stream from the first byte of `chunk`'s frame on: a download
-    /// that resumes after the frames before it were verified, or a range request for some
+    /// An assembler for the stream from the first byte of frame `frame` on: a download
+    /// that resumes after the chunks before it were verified, or a range request for some
     /// frames (an update).
-    init(table: FrameTable, startingAt chunk: Int = 0) {
+    init(table: FrameTable, startingAt frame: Int = 0) {
         self.table = table
-        self.nextChunk = min(max(0, chunk), table.count)
+        self.nextFrame = min(max(0, frame), table.frameCount)
     }
 
     /// Every frame has arrived.
-    var isComplete: Bool { nextChunk == table.count }
+    var isComplete: Bool { nextFrame == table.frameCount }
 
     /// Compressed bytes taken so far: the offset the stream has reached.
     var offset: Int64 {
-        nextChunk < table.count ? table.compressedRange(ofChunk: nextChunk).lowerBound + Int64(pending.count) : table.compressedBytes
+        nextFrame < table.frameCount ? table.compressedRange(ofFrame: nextFrame).lowerBound + Int64(pending.count) : table.compressedBytes
     }
 
-    /// Where the stream has reached in uncompressed terms: the chunks of the frames taken,
+    /// Where the stream has reached in uncompressed terms: the bytes of the frames taken,
     /// plus the received share of the frame arriving (an estimate for progress reports).
     var estimatedUncompressedOffset: Int64 {
-        guard nextChunk < table.count else { return table.uncompressedBytes }
-        let chunk = table.uncompressedRange(ofChunk: nextChunk)
-        let frame = table.compressedRange(ofChunk: nextChunk)
+        guard nextFrame < table.frameCount else { return table.uncompressedBytes }
+        let chunk = table.uncompressedRange(ofFrame: nextFrame)
+        let frame = table.compressedRange(ofFrame: nextFrame)
         // Both factors are bounded by the validated chunk and frame sizes (≤ ~2^30): no overflow.
         return chunk.lowerBound + Int64(pending.count) * Int64(chunk.count) / Int64(frame.count)
     }
@@ -50,25 +50,25 @@ struct FrameAssembler {
         var rest = buffer.readableBytesView[...]
         var complete: [Frame] = []
         while !rest.isEmpty {
-            guard nextChunk < table.count else {
-                throw FetchError(.corrupt, "pack '\(table.pack)': more bytes than its \(table.count) frames")
+            guard nextFrame < table.frameCount else {
+                throw FetchError(.corrupt, "pack '\(table.pack)': more bytes than its \(table.frameCount) frames")
             }
-            let range = table.compressedRange(ofChunk: nextChunk)
+            let range = table.compressedRange(ofFrame: nextFrame)
             // A validated frame length fits in memory and in an Int.
             let missing = Int(range.count) - pending.count
             let take = min(missing, rest.count)
             if pending.isEmpty && take == missing {
-                complete.append(Frame(chunk: nextChunk, bytes: Array(rest.prefix(take))))
+                complete.append(Frame(frame: nextFrame, bytes: Array(rest.prefix(take))))
             } else {
                 if pending.isEmpty { pending.reserveCapacity(Int(range.count)) }
                 pending.append(contentsOf: rest.prefix(take))
                 if pending.count == Int(range.count) {
-                    complete.append(Frame(chunk: nextChunk, bytes: pending))
+                    complete.append(Frame(frame: nextFrame, bytes: pending))
                     pending = []
                 }
             }
             rest = rest.dropFirst(take)
-            if complete.last?.chunk == nextChunk { nextChunk += 1 }
+            if complete.last?.frame == nextFrame { nextFrame += 1 }
         }
         return complete
     }

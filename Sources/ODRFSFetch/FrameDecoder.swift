@@ -4,10 +4,11 @@ import ODRFSCompression
 import ODRFSCore
 import ODRFSRuntime
 
-/// Turns one downloaded frame back into its chunk and proves it: decompressed into a
-/// buffer of exactly the chunk's size (a frame that expands further is cut off there and
-/// refused), then hashed and compared with the manifest's chunk hash. Only a chunk that
-/// passes is returned, so nothing unverified is ever written where a reader could see it.
+/// Turns downloaded frames back into the chunks of the pack and proves them: each frame is
+/// decompressed into a buffer of exactly its uncompressed size (a frame that expands further
+/// is cut off there and refused), the frames of a chunk are joined, and the chunk is hashed
+/// and compared with the manifest's chunk hash. Only a chunk that passes is returned, so
+/// nothing unverified is ever written where a reader could see it.
 ///
 /// Where it runs: on ``executor``, a pool of its own with one thread per core, never on
 /// Swift's cooperative pool (decoding and hashing a 1 MiB chunk is a millisecond or two of
@@ -24,20 +25,60 @@ struct FrameDecoder: Sendable {
     let table: FrameTable
     let source: String
 
-    /// Decodes and verifies `frame`; throws ``FetchError/Kind/corrupt`` naming the chunk.
-    func decode(_ frame: FrameAssembler.Frame) throws(FetchError) -> [UInt8] {
-        let range = table.uncompressedRange(ofChunk: frame.chunk)
-        let content: [UInt8]
+    /// A verified chunk: its number and bytes.
+    struct Chunk: Sendable {
+        var chunk: Int
+        var bytes: [UInt8]
+    }
+
+    /// The chunk being joined from its frames (frames of one chunk arrive in order).
+    struct PartialChunk: Sendable {
+        fileprivate var chunk = -1
+        fileprivate var bytes: [UInt8] = []
+    }
+
+    /// Decodes one frame into exactly its uncompressed size, unverified.
+    func decompress(_ frame: FrameAssembler.Frame) throws(FetchError) -> [UInt8] {
+        let range = table.uncompressedRange(ofFrame: frame.frame)
         do {
-            content = try frame.bytes.withUnsafeBytes { bytes throws(ZstdError) in
+            return try frame.bytes.withUnsafeBytes { bytes throws(ZstdError) in
                 try ZstdFrame.decompress(bytes, contentSize: Int(range.count))
             }
         } catch {
-            throw FetchError(.corrupt, "pack '\(pack.id)' (\(pack.file)) from \(source) failed verification: frame \(frame.chunk) is refused: \(error)")
+            throw FetchError(.corrupt, "pack '\(pack.id)' (\(pack.file)) from \(source) failed verification: frame \(frame.frame) is refused: \(error)")
         }
-        guard ContentHash.of(content) == pack.chunks[frame.chunk] else {
-            throw FetchError(.corrupt, "pack '\(pack.id)' (\(pack.file)) from \(source) failed verification: chunk \(frame.chunk) differs from the manifest")
+    }
+
+    /// Decodes `frames` (consecutive, starting at the first frame of a chunk or continuing
+    /// `partial`), joins them into chunks and returns the chunks they complete, each
+    /// verified; the frames of a chunk not yet complete stay in `partial`. Throws
+    /// ``FetchError/Kind/corrupt`` naming the frame or chunk.
+    func decode(_ frames: [FrameAssembler.Frame], partial: inout PartialChunk) throws(FetchError) -> [Chunk] {
+        var chunks: [Chunk] = []
+        for frame in frames {
+            let content = try decompress(frame)
+            let chunk = table.chunk(ofFrame: frame.frame)
+            let run = table.frames(ofChunk: chunk)
+            if frame.frame == run.lowerBound {
+                partial = PartialChunk(chunk: chunk, bytes: [])
+            } else if partial.chunk != chunk {
+                throw FetchError(.corrupt, "pack '\(pack.id)' (\(pack.file)) from \(source): frame \(frame.frame) arrived without the frames of chunk \(chunk) before it")
+            }
+            let whole: [UInt8]
+            if run.count == 1 {
+                whole = content
+            } else {
+                if partial.bytes.isEmpty { partial.bytes.reserveCapacity(Int(table.uncompressedRange(ofChunk: chunk).count)) }
+                partial.bytes.append(contentsOf: content)
+                guard frame.frame == run.upperBound - 1 else { continue }
+                whole = partial.bytes
+            }
+            partial = PartialChunk()
+            guard ContentHash.of(whole) == pack.chunks[chunk] else {
+                throw FetchError(.corrupt, "pack '\(pack.id)' (\(pack.file)) from \(source) failed verification: chunk \(chunk) differs from the manifest")
+            }
+            chunks.append(Chunk(chunk: chunk, bytes: whole))
         }
-        return content
+        return chunks
     }
 }

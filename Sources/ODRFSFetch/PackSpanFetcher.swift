@@ -11,9 +11,10 @@ import ODRFSCore
 /// These bytes are not verified here: the caller verifies the whole assembled pack.
 ///
 /// A compressed pack (`packs/<sha256>.tar.zst`) cannot be cut at uncompressed offsets:
-/// the spans are mapped to the chunks they touch, and those chunks' frames are fetched
-/// (adjacent frames one range, all ranges in one request), decoded and verified against their chunk
-/// hashes (see `PackSpanFetcher+Compressed.swift`); whole verified chunks are written.
+/// the spans are mapped to the frames holding them, and those frames are fetched (adjacent
+/// frames one range, all ranges in one request) and decoded; chunks whose frames are all
+/// fetched are verified against their chunk hashes, the rest with the assembled pack (see
+/// `PackSpanFetcher+Compressed.swift`).
 public struct PackSpanFetcher: Sendable {
     public let origin: any Origin
 
@@ -28,8 +29,8 @@ public struct PackSpanFetcher: Sendable {
     }
 
     /// Hands every byte of `spans` (sorted, disjoint, inside the pack) to `write` with its
-    /// offset in the uncompressed pack — for a compressed pack, the whole chunks holding
-    /// them, each verified. Returns the bytes transferred (compressed bytes for a
+    /// offset in the uncompressed pack — for a compressed pack, the whole frames holding
+    /// them. Returns the bytes transferred (compressed bytes for a
     /// compressed pack). `chunkSize` is the manifest's.
     @discardableResult
     public func fetch(_ pack: PackDescriptor, chunkSize: ByteCount, spans: [Range<Int64>],
@@ -74,12 +75,12 @@ public struct PackSpanFetcher: Sendable {
     }
 
     /// What fetching `spans` of `pack` moves over the wire, for the update plan: the
-    /// spans' bytes for a plain pack, the frames of the chunks they touch for a compressed one.
+    /// spans' bytes for a plain pack, the frames holding them for a compressed one.
     public static func transferBytes(of pack: PackDescriptor, chunkSize: ByteCount, spans: [Range<Int64>]) -> Int64 {
         guard let table = try? frameTable(of: pack, chunkSize: chunkSize) else {
             return spans.reduce(0) { $0 + Int64($1.count) }
         }
-        return table.compressedBytes(ofRuns: table.chunkRuns(touching: spans))
+        return table.compressedBytes(ofFrameRuns: table.frameRuns(touching: spans))
     }
 
     /// The validated frame table of a compressed pack; nil for a plain tar.

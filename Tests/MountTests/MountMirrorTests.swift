@@ -19,7 +19,8 @@ struct MountMirrorTests {
         let bigPath = corruptDist + "/" + big.file
         var bytes = try Data(contentsOf: URL(fileURLWithPath: bigPath))
         // In a compressed pack, a byte inside the second chunk's frame.
-        let secondChunk = big.compression.map { Int($0.frames[1].offset) } ?? Int(manifest.chunkSize.value)
+        let secondChunk = try FrameTable(validating: big, chunkSize: manifest.chunkSize).map { Int($0.compressedRange(ofChunk: 1).lowerBound) }
+            ?? Int(manifest.chunkSize.value)
         bytes[secondChunk + 10] ^= 0xFF
         try bytes.write(to: URL(fileURLWithPath: bigPath))
 

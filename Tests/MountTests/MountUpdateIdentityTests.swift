@@ -6,15 +6,15 @@ import Testing
 /// kernel's page cache, `keep_cache`) only when its new bytes have been verified to be
 /// its old bytes, never on the new index's word. Revision 2 here changes a file in place
 /// (same size, mode and mtime) and its index is then rewritten so that the file carries
-/// revision 1's SHA-256 (and block hashes): the pack assembled from that claim fails
+/// revision 1's SHA-256 (and chunk digests): the pack assembled from that claim fails
 /// verification and is downloaded whole, and the file must still become a new file.
 @Suite("Update identity rests on verified bytes", .serialized, .timingSensitive, .enabled(if: FUSEAvailability.shouldRun), .timeLimit(.minutes(3)))
 struct MountUpdateIdentityTests {
-    /// The file changed in place, and whether its block hashes are forged too (big.bin has
-    /// a block table; map.dat is too small for one).
+    /// The file changed in place, and whether its chunk digests are forged too (big.bin has
+    /// chunks in the index; map.dat is too small for them).
     static let cases: [(path: String, blocks: Bool)] = [("levels/3/map.dat", false), ("big.bin", true)]
 
-    @Test("a changed file whose new index claims its old SHA-256 (and block hashes) gets a new inode: new opens read revision 2, an old handle revision 1 only",
+    @Test("a changed file whose new index claims its old SHA-256 (and chunk digests) gets a new inode: new opens read revision 2, an old handle revision 1 only",
           arguments: cases.indices)
     func forgedDigestDecidesNothing(caseNumber: Int) async throws {
         let (path, blocks) = Self.cases[caseNumber]
@@ -49,7 +49,7 @@ struct MountUpdateIdentityTests {
         #expect(forged.sha256(of: n) == oldIndex.sha256(of: o))
         #expect(forged.entry(n)?.modificationTime == oldIndex.entry(o)?.modificationTime)
         #expect(forged.entry(n)?.size == oldIndex.entry(o)?.size)
-        if blocks { #expect(forged.blockHashes(of: n) != nil && forged.blockHashes(of: n) == oldIndex.blockHashes(of: o)) }
+        if blocks { #expect(forged.chunks(of: n) != nil && forged.chunks(of: n) == oldIndex.chunks(of: o)) }
 
         let update = try await fixture.odrfs(["update", mnt, "--json"])
         try #require(update.status == 0, "\(update.stderr)\n\(fixture.log)")
@@ -92,10 +92,12 @@ struct MountUpdateIdentityTests {
         try replace(ContentHash.of(new).digestBytes, with: ContentHash.of(old).digestBytes, in: &bytes)
         if blocks {
             let index = try FileIndex(bytes: bytes)
-            let size = Int(try #require(index.blockSize).value)
-            for start in stride(from: 0, to: new.count, by: size) {
-                let end = min(start + size, new.count)
-                let (was, now) = (blockHash(old[start..<end]), blockHash(new[start..<end]))
+            let entry = try #require(index.lookup(path: path))
+            let chunks = try #require(index.chunks(of: entry))
+            for chunk in chunks {
+                let range = Int(chunk.offset)..<Int(chunk.offset + chunk.length)
+                let width = chunk.digest.storedBytes.count
+                let (was, now) = (chunkHash(old[range], width), chunkHash(new[range], width))
                 if was != now { try replace(now, with: was, in: &bytes) }
             }
         }
@@ -107,9 +109,10 @@ struct MountUpdateIdentityTests {
         try manifest.encoded().write(to: URL(fileURLWithPath: fixture.dist + "/" + Manifest.fileName))
     }
 
-    /// A block hash's bytes in the index: the block's SHA-256, first 16 bytes.
-    static func blockHash(_ block: ArraySlice<UInt8>) -> [UInt8] {
-        Array(ContentHash.of(block).digestBytes.prefix(BlockHash.byteCount))
+    /// A chunk digest's bytes in the index: the chunk's SHA-256 (version 4), or its first
+    /// 16 bytes (a version-3 block hash).
+    static func chunkHash(_ chunk: ArraySlice<UInt8>, _ width: Int) -> [UInt8] {
+        Array(ContentHash.of(chunk).digestBytes.prefix(width))
     }
 
     /// Replaces the one occurrence of `pattern` in `bytes`.

@@ -290,13 +290,14 @@ struct MountUpdateTests {
         let index = try FileIndex(contentsOf: fixture.dist + "/" + fixture.manifest.index.file)
         let entry = try #require(index.lookup(path: "big.bin"))
         let offset = try #require(index.entry(entry)).packOffset
-        // Block 16 of big.bin (bytes 1 MiB ..< 1 MiB + 64 KiB) lies in the pack chunk the change
-        // below straddles, so the update copies it by its block hash. Damage the cached copy.
+        // The chunk of big.bin holding byte 300,000 is outside the change below, so the update
+        // copies it by its digest. Damage the cached copy.
+        let damaged: Int64 = 300_000
         let cached = fixture.cache + "/packs/" + (try fixture.cacheFileName(of: "Big"))
         let fd = open(cached, O_RDWR)
         try #require(fd >= 0, "cannot open \(cached)")
-        var byte: UInt8 = ~old[1_100_000]
-        #expect(pwrite(fd, &byte, 1, off_t(offset + 1_100_000)) == 1)
+        var byte: UInt8 = ~old[Int(damaged)]
+        #expect(pwrite(fd, &byte, 1, off_t(offset + damaged)) == 1)
         close(fd)
         let changeLength = 1 << 20
         var big = old
@@ -310,9 +311,15 @@ struct MountUpdateTests {
         let update = try await fixture.odrfs(["update", fixture.mountpoint, "--json"])
         try #require(update.status == 0, "\(update.stderr)\n\(fixture.log)")
         let served = Self.bytesServed(server.logText, file: pack.file) - before
-        // The 17 blocks the change touches (blocks 18 to 34) and the damaged one, not the whole
-        // pack: two spans, in one multipart answer whose part headers the access log counts too.
-        #expect(served > 17 * 64 * 1024 && served <= 18 * 64 * 1024 + 1024, "fetched \(served) bytes")
+        // The chunks the change touches and the damaged one, not the whole pack: two spans, in
+        // one multipart answer whose part headers the access log counts too.
+        let newIndex = try FileIndex(contentsOf: fixture.dist + "/" + fixture.manifest.index.file)
+        let bigEntry = try #require(newIndex.lookup(path: "big.bin"))
+        let chunks = try #require(newIndex.chunks(of: bigEntry))
+        let change: Range<Int64> = 1_234_567..<(1_234_567 + Int64(changeLength))
+        let expected = chunks.filter { $0.range.overlaps(change) || $0.range.contains(damaged) }.reduce(0) { $0 + $1.length }
+        #expect(!chunks.contains { $0.range.contains(damaged) && $0.range.overlaps(change) }, "the damaged chunk must be outside the change")
+        #expect(served > Int(expected) && served <= Int(expected) + 1024, "fetched \(served) bytes, expected \(expected)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: fixture.mountpoint + "/big.bin")) == Data(big))
         #expect(!fixture.log.contains("downloading it whole"), "the assembly fell back to a whole download")
     }

@@ -32,7 +32,7 @@ import Testing
         ])
     }
 
-    static let valid: [UInt8] = try! FileIndexWriter(packCount: 2).encode(root: tree())
+    static let valid: [UInt8] = try! FileIndexWriter(packCount: 2, blockSize: ByteCount(blockSize)).encode(root: tree())
 
     /// Where the block table starts: right after the digest table.
     static func blocksStart(_ bytes: [UInt8]) -> Int {

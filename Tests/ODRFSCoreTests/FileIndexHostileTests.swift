@@ -34,8 +34,8 @@ import Testing
         magic[0] = UInt8(ascii: "X")
         #expect(throws: FileIndexError.self) { try FileIndex(bytes: magic) }
         #expect((try? FileIndex(bytes: magic)) == nil)
-        #expect(throws: FileIndexError(.unsupportedVersion, "version 4 is not supported (this odrfs reads versions 1 to 3)")) {
-            try FileIndex(bytes: Self.patched(H.version, 4))
+        #expect(throws: FileIndexError(.unsupportedVersion, "version 5 is not supported (this odrfs reads versions 1 to 4)")) {
+            try FileIndex(bytes: Self.patched(H.version, 5))
         }
         #expect(throws: FileIndexError.self) { try FileIndex(bytes: Self.patched(H.version, 0)) }
         #expect(throws: FileIndexError.self) { try FileIndex(bytes: Self.patched(H.entryCount, 0)) }

@@ -64,7 +64,7 @@ import Testing
         Self.expectRefused(.invalidSize, "frame 1 is -100 bytes") { $0.frames[1].length = -100 }
         Self.expectRefused(.invalidSize, "frame 0 is \(Int64.max) bytes") { $0.frames[0].length = .max }
         // Bigger than any frame libzstd makes from a 1 KiB chunk: a decompression-bomb carrier.
-        Self.expectRefused(.invalidSize, "a frame of a 1024-byte chunk is 1...") { $0.frames[0].length = 1 << 20 }
+        Self.expectRefused(.invalidSize, "a frame of 1024 bytes is 1...") { $0.frames[0].length = 1 << 20 }
         Self.expectRefused(.invalidSize, "frames end at 300 but the compressed size is 301") { $0.bytes = ByteCount(301) }
         Self.expectRefused(.invalidSize, "ends past the compressed size") { $0.bytes = ByteCount(299) }
         Self.expectRefused(.invalidSize, "compressed size -1") { $0.bytes = ByteCount(-1) }
@@ -77,4 +77,76 @@ import Testing
             compression.frames[1].offset = .max - 10
         }
     }
+
+    /// Pack 1 (3000 bytes, chunks of 1024) cut into six frames, as `odrfs build` cuts the
+    /// chunks of a large file: chunk 0 in two, chunk 1 whole, chunk 2 in three.
+    static let sizes: [Int64] = [500, 524, 1024, 100, 300, 552]
+
+    static func sized(_ change: (inout PackCompression) -> Void = { _ in }) -> Manifest {
+        var manifest = compressed()
+        var frames: [PackCompression.Frame] = []
+        var offset: Int64 = 0
+        for (n, size) in sizes.enumerated() {
+            frames.append(PackCompression.Frame(offset: offset, length: 50 + Int64(n), size: size))
+            offset += 50 + Int64(n)
+        }
+        manifest.packs[1].compression = PackCompression(bytes: ByteCount(offset), frames: frames)
+        change(&manifest.packs[1].compression!)
+        manifest.bundleVersion = Manifest.computeBundleVersion(index: manifest.index.sha256, packs: manifest.packs)
+        return manifest
+    }
+
+    @Test func sizedFramesMapChunksToRunsOfFrames() throws {
+        let encoded = Self.sized().encoded()
+        #expect(String(decoding: encoded, as: UTF8.self).contains("\"size\""))
+        let manifest = try Manifest.decode(encoded)
+        let table = try #require(try FrameTable(validating: manifest.packs[1], chunkSize: manifest.chunkSize))
+        #expect(table.count == 3 && table.frameCount == 6)
+        #expect(table.frames(ofChunk: 0) == 0..<2 && table.frames(ofChunk: 1) == 2..<3 && table.frames(ofChunk: 2) == 3..<6)
+        #expect(table.uncompressedRange(ofFrame: 1) == 500..<1024)
+        #expect(table.uncompressedRange(ofFrame: 4) == 2148..<2448)
+        #expect(table.compressedRange(ofFrame: 1) == 50..<101)
+        #expect(table.compressedRange(ofChunk: 2) == table.compressedRange(ofFrame: 3).lowerBound..<table.compressedBytes)
+        #expect((0..<6).map(table.chunk(ofFrame:)) == [0, 0, 1, 2, 2, 2])
+        #expect(table.frame(containing: 0) == 0 && table.frame(containing: 499) == 0 && table.frame(containing: 500) == 1)
+        #expect(table.frame(containing: 2999) == 5)
+        // A span inside chunk 2 needs one frame of it, not the whole chunk.
+        #expect(table.frameRuns(touching: [2200..<2300]) == [4...4])
+        #expect(table.frameRuns(touching: [2200..<2300, 10..<20, 600..<1500]) == [0...2, 4...4])
+        #expect(table.compressedBytes(ofFrameRuns: [4...4]) == 54)
+        #expect(table.chunk(startingAt: table.compressedRange(ofFrame: 2).lowerBound) == 1)
+        #expect(table.chunk(startingAt: table.compressedRange(ofFrame: 1).lowerBound) == nil, "frame 1 starts no chunk")
+    }
+
+    static func expectSizedRefused(_ kind: ManifestError.Kind, _ text: String, _ change: (inout PackCompression) -> Void) {
+        do {
+            _ = try Manifest.decode(sized(change).encoded())
+            Issue.record("expected \(kind) for \(text)")
+        } catch {
+            #expect(error.kind == kind, "\(error)")
+            #expect(error.message.contains(text), "\(error.message)")
+        }
+    }
+
+    @Test func hostileSizedTablesAreRefused() {
+        Self.expectSizedRefused(.invalidSize, "frame 3 has size none") { $0.frames[3].size = nil }
+        Self.expectSizedRefused(.chunkCountMismatch, "6 frames and 3 chunk hashes") { $0.frames[0].size = nil }
+        Self.expectRefused(.inconsistent, "frame 1 has a size but the first frame has none") { $0.frames[1].size = 1024 }
+        Self.expectSizedRefused(.invalidSize, "frame 2 has size 0") { $0.frames[2].size = 0 }
+        Self.expectSizedRefused(.invalidSize, "frame 2 has size -3") { $0.frames[2].size = -3 }
+        Self.expectSizedRefused(.invalidSize, "frame 2 has size 1025") { $0.frames[2].size = 1025 }
+        Self.expectSizedRefused(.invalidSize, "frame 1 has size \(Int64.max)") { $0.frames[1].size = .max }
+        // Frame 1 reaching into chunk 1: a frame never crosses a chunk boundary.
+        Self.expectSizedRefused(.inconsistent, "frame 1 (525 bytes at 500) crosses a chunk boundary") { $0.frames[1].size = 525 }
+        Self.expectSizedRefused(.inconsistent, "frames hold 2999 bytes") { $0.frames[5].size = 551 }
+        Self.expectSizedRefused(.inconsistent, "crosses a chunk boundary or the end of the pack") { $0.frames[5].size = 553 }
+        // A frame far larger than libzstd makes from its size: a decompression-bomb carrier.
+        Self.expectSizedRefused(.invalidSize, "a frame of 100 bytes is 1...") { compression in
+            compression.frames[3].length = 1 << 20
+            for n in 4..<6 { compression.frames[n].offset += (1 << 20) - 53 }
+            compression.bytes = ByteCount(compression.bytes.value + (1 << 20) - 53)
+        }
+        Self.expectSizedRefused(.chunkCountMismatch, "2 frames") { $0.frames.removeLast(4) }
+    }
 }
+

@@ -63,10 +63,10 @@ struct HostileBundleTests {
             // A compressed pack (the builder's default): the verified bytes are its frames' contents.
             if let table = try FrameTable(validating: pack, chunkSize: manifest.chunkSize) {
                 let file = bytes
-                bytes = try (0..<table.count).flatMap { chunk in
-                    let range = table.compressedRange(ofChunk: chunk)
+                bytes = try (0..<table.frameCount).flatMap { frame in
+                    let range = table.compressedRange(ofFrame: frame)
                     return try Array(file[Int(range.lowerBound)..<Int(range.upperBound)]).withUnsafeBytes {
-                        try ZstdFrame.decompress($0, contentSize: Int(table.uncompressedRange(ofChunk: chunk).count))
+                        try ZstdFrame.decompress($0, contentSize: Int(table.uncompressedRange(ofFrame: frame).count))
                     }
                 }
             }

@@ -45,10 +45,26 @@ import Testing
         return (manifest, try FileIndex(contentsOf: dist + "/" + manifest.index.file))
     }
 
+    /// Bytes without the 256-byte period of `SyntheticBundle.bytes`, where content-defined
+    /// chunking finds its cuts as in real files.
+    static func noise(_ count: Int, seed: UInt64) -> [UInt8] {
+        var generator = SplitMix(seed: seed)
+        return (0..<count).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+    }
+
+    /// The bytes of the chunks of `path` in `new` whose digests no chunk of `old` has: what
+    /// an update must fetch of it.
+    static func newChunkBytes(_ path: String, old: FileIndex, new: FileIndex) -> (bytes: Int64, reused: Int) {
+        let oldDigests = Set((old.chunks(of: old.lookup(path: path)!) ?? []).map(\.digest))
+        let chunks = new.chunks(of: new.lookup(path: path)!) ?? []
+        return (chunks.filter { !oldDigests.contains($0.digest) }.reduce(0) { $0 + $1.length },
+                chunks.count { oldDigests.contains($0.digest) })
+    }
+
     static let revision1: [String: [UInt8]] = [
         "readme.txt": Array("base\n".utf8),
         "a/one.bin": SyntheticBundle.bytes(5_000, seed: 1),
-        "a/two.bin": SyntheticBundle.bytes(2_500_000, seed: 2),
+        "a/two.bin": noise(2_500_000, seed: 2),
         "a/three.bin": SyntheticBundle.bytes(7_000, seed: 3),
         "b/four.bin": SyntheticBundle.bytes(3_000, seed: 4),
     ]
@@ -86,20 +102,23 @@ import Testing
         }
         #expect(!fetch.assembly.remote.contains { $0.overlaps(extent("a/one.bin")) }, "an unchanged file is fetched")
         // The added file shifts the pack's chunks, so no chunk of the big file matches; its
-        // block hashes (index version 3) find every block but the one holding the change.
-        let block: Int64 = 65_536
-        let changedBlock = (extent("a/two.bin").lowerBound + 1_441_792)..<(extent("a/two.bin").lowerBound + 1_441_792 + block)
-        let changed = ["a/three.bin", "a/added.txt"].reduce(Int64(0)) { $0 + Int64(extent($1).count) } + block
+        // content-defined chunks (index version 4) find every chunk but those holding the change.
+        let (changedChunks, reusedChunks) = Self.newChunkBytes("a/two.bin", old: old.index, new: new.index)
+        #expect(changedChunks >= 4096 && changedChunks <= 2 * 256 * 1024, "\(changedChunks)")
+        let changed = ["a/three.bin", "a/added.txt"].reduce(Int64(0)) { $0 + Int64(extent($1).count) } + changedChunks
         #expect(fetch.downloadBytes == changed, "\(fetch.downloadBytes)")
-        #expect(fetch.assembly.remote.contains { $0.lowerBound <= changedBlock.lowerBound && $0.upperBound >= changedBlock.upperBound })
-        #expect(fetch.assembly.blocks.count == 2_500_000 / 65_536, "every unchanged block is copied")
+        let change = (extent("a/two.bin").lowerBound + 1_500_000)..<(extent("a/two.bin").lowerBound + 1_504_096)
+        #expect(fetch.assembly.remote.contains { $0.lowerBound <= change.lowerBound && $0.upperBound >= change.upperBound })
+        #expect(reusedChunks >= 20 && fetch.assembly.blocks.count == reusedChunks, "every unchanged chunk is copied")
         // Block-planned, so not guessed from its old version as well.
         #expect(!fetch.assembly.speculative.contains { $0.target == extent("a/two.bin").lowerBound })
-        // What crosses the wire: for a compressed pack (the default), the frames of the chunks
-        // the remote spans touch; for a plain one, the spans.
+        // What crosses the wire: for a compressed pack (the default), the frames the remote
+        // spans touch, which follow the big file's chunks; for a plain one, the spans.
         if let table = try FrameTable(validating: pack, chunkSize: new.manifest.chunkSize) {
-            let runs = table.chunkRuns(touching: fetch.assembly.remote)
-            #expect(!runs.isEmpty && fetch.wireBytes == table.compressedBytes(ofRuns: runs))
+            let runs = table.frameRuns(touching: fetch.assembly.remote)
+            #expect(!runs.isEmpty && fetch.wireBytes == table.compressedBytes(ofFrameRuns: runs))
+            #expect(table.frameCount > table.count, "the big file's chunks cut the frames")
+            #expect(fetch.wireBytes < changed + 64 * 1024, "\(fetch.wireBytes)")
         } else {
             #expect(fetch.wireBytes == fetch.downloadBytes)
         }
@@ -107,12 +126,12 @@ import Testing
     }
 
     /// Issue 13's W8 in small: 1 MiB changed at an offset aligned to nothing in a 3.5 MB file
-    /// of a plain pack. The change straddles two 1 MiB chunks; block hashes plan the 17
-    /// 64 KiB blocks it touches, not the two chunks.
+    /// of a plain pack. The change straddles two 1 MiB chunks; content-defined chunks plan
+    /// the chunks it touches, not the two manifest chunks.
     @Test func unalignedMebibyteChangeFetchesLittleMoreThanTheChange() throws {
         let root = try TemporaryDirectory()
         var files = Self.revision1
-        files["a/big.bin"] = SyntheticBundle.bytes(3_500_000, seed: 5)
+        files["a/big.bin"] = Self.noise(3_500_000, seed: 5)
         let old = try Self.build(files, in: root.path, name: "r1", compression: .none)
         let oldDist = root.path + "/r1-dist"
         let changeStart = 1_000_003, changeLength = 1 << 20
@@ -120,22 +139,24 @@ import Testing
         for i in changeStart..<(changeStart + changeLength) { big[i] = ~big[i] }
         files["a/big.bin"] = big
         let new = try Self.build(files, in: root.path, name: "r2", compression: .none)
-        #expect(new.index.blockSize == ByteCount.kibibytes(64))
+        #expect(new.index.chunking == .contentDefined(.standard))
         let local = Set(old.manifest.packs.indices.map { PackNumber(UInt32($0)) })
         let plan = UpdatePlan.make(mounted: old.manifest, mountedIndex: old.index, local: local,
                                    available: new.manifest, availableIndex: new.index)
         let fetch = try #require(plan.fetches.first)
         #expect(plan.fetches.count == 1)
         #expect(fetch.wireBytes == fetch.downloadBytes, "a plain pack moves exactly its spans")
-        // At most the 17 blocks it touches, ⌈(1 MiB + 1_000_003 mod 64 KiB) / 64 KiB⌉ (less
-        // where an unchanged chunk of the pack overlaps the first or last one).
-        #expect(fetch.downloadBytes >= Int64(changeLength) && fetch.downloadBytes <= 17 * 65_536, "\(fetch.downloadBytes)")
-        #expect(Double(plan.downloadBytes) <= 1.1 * Double(changeLength), "\(plan.downloadBytes)")
+        // At most the chunks whose bytes changed: the change and the partly changed chunks
+        // around it (less where an unchanged manifest chunk of the pack covers part of them).
+        let (changedChunks, _) = Self.newChunkBytes("a/big.bin", old: old.index, new: new.index)
+        #expect(fetch.downloadBytes <= changedChunks, "\(fetch.downloadBytes)")
+        #expect(fetch.downloadBytes >= Int64(changeLength) && fetch.downloadBytes <= Int64(changeLength) + 2 * 256 * 1024, "\(fetch.downloadBytes)")
+        #expect(Double(plan.downloadBytes) <= 1.25 * Double(changeLength), "\(plan.downloadBytes)")
         #expect(plan.reusedBytes + plan.downloadBytes == new.manifest.pack(fetch.pack).bytes.value)
         // A mount whose index predates block tables (version 2) plans as before: the big
         // file's old bytes guessed in, and the two chunks the change straddles counted.
         let v2 = try FileIndex(bytes: Self.versionTwo(of: oldDist))
-        #expect(v2.blockSize == nil)
+        #expect(v2.chunking == nil)
         let filePlan = UpdatePlan.make(mounted: old.manifest, mountedIndex: v2, local: local,
                                        available: new.manifest, availableIndex: new.index)
         let fileFetch = try #require(filePlan.fetches.first)

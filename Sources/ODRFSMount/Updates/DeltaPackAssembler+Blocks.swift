@@ -3,22 +3,23 @@ import ODRFSCore
 import ODRFSFetch
 import ODRFSStore
 
-/// Block copies (see ``LocalBlocks``): each block is read from its local pack and hashed
-/// before it is written; a block whose bytes no longer hash as the new index says (a cached
-/// pack changed under us, or a colliding hash) is not written but fetched instead.
+/// Chunk copies (see ``LocalChunks``): each chunk is read from its local pack and hashed
+/// before it is written; a chunk whose bytes no longer hash as the new index says (a cached
+/// pack changed or went under us, or a colliding hash) is not written but fetched instead.
 extension DeltaPackAssembler {
     /// The cached packs of the mounted revision that copies read from, each opened once.
     struct SourcePacks: ~Copyable {
         let mounted: Manifest
         let store: PackStore
         private var open: [PackNumber: Int32] = [:]
+        private var openByHash: [String: Int32] = [:]
 
         init(mounted: Manifest, store: PackStore) {
             self.mounted = mounted
             self.store = store
         }
 
-        deinit { for fd in open.values { close(fd) } }
+        deinit { for fd in Array(open.values) + Array(openByHash.values) { close(fd) } }
 
         mutating func descriptor(of pack: PackNumber) throws(FetchError) -> Int32 {
             if let fd = open[pack] { return fd }
@@ -27,6 +28,15 @@ extension DeltaPackAssembler {
             let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else { throw FetchError(.localIO, "cannot open the cached pack \(path): \(String(cString: strerror(errno)))") }
             open[pack] = fd
+            return fd
+        }
+
+        /// A cached pack of any revision or bundle, by its descriptor; nil when it is gone.
+        mutating func descriptor(of pack: PackDescriptor) -> Int32? {
+            if let fd = openByHash[pack.sha256.hex] { return fd }
+            let fd = Glibc.open(store.path(of: pack), O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { return nil }
+            openByHash[pack.sha256.hex] = fd
             return fd
         }
     }
@@ -40,7 +50,10 @@ extension DeltaPackAssembler {
         var failed: [Range<Int64>] = []
         var copied: Int64 = 0
         for block in blocks {
-            let source = try sources.descriptor(of: block.source)
+            guard let source = sources.descriptor(of: block.source) else {
+                failed.append(block.target..<(block.target + block.length))
+                continue
+            }
             let length = Int(block.length)
             var got = 0
             while got < length {
@@ -49,7 +62,7 @@ extension DeltaPackAssembler {
                 guard n > 0 else { break }
                 got += n
             }
-            let matches = got == length && buffer.withUnsafeBytes { BlockHash.of(UnsafeRawBufferPointer(rebasing: $0[0..<length])) } == block.expected
+            let matches = got == length && buffer.withUnsafeBytes { block.expected.matches(UnsafeRawBufferPointer(rebasing: $0[0..<length])) }
             guard matches else {
                 failed.append(block.target..<(block.target + block.length))
                 continue

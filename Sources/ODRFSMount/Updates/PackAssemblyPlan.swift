@@ -13,11 +13,12 @@ import ODRFSCore
 ///    over the pack's files lands every file exactly at its recorded offset;
 /// 3. whole chunks: a chunk of the new pack whose hash equals a chunk of a local pack
 ///    (same chunk size), which catches a large file changed in a few places;
-/// 4. blocks (index version 3): a block of a large file of the new pack whose hash equals
-///    a block of a file in a local pack (``LocalBlocks``), so a change costs the blocks it
-///    touched, whatever the pack's chunks; each copied block is checked against its hash.
+/// 4. file chunks (index versions 3 and 4): a content-defined chunk (or fixed block) of a
+///    large file of the new pack whose digest equals one of a file in a local pack
+///    (``LocalChunks``), so a change costs the chunks it touched, wherever an insertion or
+///    deletion moved the rest; each copied chunk is checked against its digest.
 /// What is left is fetched by HTTP range, except where the mounted revision has a file of
-/// the same path and size in a local pack and no block hashes: its old bytes are copied in as a guess
+/// the same path and size in a local pack and no chunks: its old bytes are copied in as a guess
 /// (``speculative``), and only the guessed spans inside chunks that then fail their hash
 /// are fetched — a large file changed in a few places costs the chunks it changed in.
 /// None of this is trusted: the assembled pack is verified against the new manifest's
@@ -41,7 +42,7 @@ struct PackAssemblyPlan: Sendable {
     var remote: [Range<Int64>]
     /// Guesses for remote spans: the same path's old bytes.
     var speculative: [UpdatePlan.ReusedSpan]
-    /// Blocks copied from local packs, each used only if it hashes as the new index says.
+    /// File chunks copied from local packs, each used only if it hashes as the new index says.
     var blocks: [BlockCopy] = []
 
     var remoteBytes: Int64 { remote.reduce(0) { $0 + ($1.upperBound - $1.lowerBound) } }

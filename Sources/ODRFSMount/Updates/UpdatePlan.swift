@@ -69,7 +69,10 @@ struct UpdatePlan: Sendable {
         let files = filesByPack(Set(fetched), in: availableIndex)
         var spans = reusableSpans(of: Set(fetched), mounted: mountedIndex, local: local, available: availableIndex)
         let chunks = available.chunkSize == mounted.chunkSize ? chunkSources(mounted, local: local) : [:]
-        let blocks = fetched.isEmpty ? nil : LocalBlocks(mounted: mountedIndex, local: local, available: availableIndex)
+        var blocks = LocalChunks()
+        if !fetched.isEmpty {
+            blocks.add(mountedIndex) { local.contains($0) ? mounted.packIfPresent($0) : nil }
+        }
         var fetches: [PackFetch] = []
         var download: Int64 = 0, reused: Int64 = 0
         for number in fetched {
@@ -81,8 +84,8 @@ struct UpdatePlan: Sendable {
                 framingMatches: PackAssemblyPlan.framingMatches(pack: descriptor, files: packFiles, index: availableIndex),
                 chunkSources: chunks,
                 blockCopies: { file in
-                    guard let blocks, let hashes = availableIndex.blockHashes(of: file.entry) else { return nil }
-                    return blocks.copies(for: file, hashes: hashes)
+                    guard !blocks.isEmpty, let chunks = availableIndex.chunks(of: file.entry) else { return nil }
+                    return blocks.copies(for: file, chunks: chunks)
                 },
                 previousVersion: { file in
                     previousVersion(of: file, in: availableIndex, mounted: mountedIndex, local: local)
