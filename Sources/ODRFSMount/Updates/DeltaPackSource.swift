@@ -13,7 +13,8 @@ struct AssemblyFile: Sendable {
 /// The acquisition pipeline's third source: an update's changed pack built from the cached
 /// packs of the mounted revision plus the spans fetched (``DeltaPackAssembler``). Nothing
 /// is released to readers while it is built (the file has no readable view); the whole file
-/// is verified against the new manifest's chunk hashes in ``finish(_:io:)``, before the
+/// is verified against the new manifest's chunk hashes (by the last pass of ``attempt(into:through:)``
+/// or in ``finish(_:io:)``), before the
 /// pipeline publishes it. One attempt only: a failure discards the file, and the updater
 /// downloads the pack whole.
 struct DeltaPackSource: PackSource {
@@ -22,6 +23,9 @@ struct DeltaPackSource: PackSource {
     let plan: PackAssemblyPlan
     /// Bytes fetched from the origin.
     private(set) var fetched: Int64 = 0
+    /// Whether the last pass over the assembled file found every chunk (of the sized file)
+    /// equal to the manifest's: that pass was the verification, which need not run again.
+    private var proven = false
 
     init(assembler: DeltaPackAssembler, pack: PackDescriptor, plan: PackAssemblyPlan) {
         (self.assembler, self.pack, self.plan) = (assembler, pack, plan)
@@ -40,6 +44,15 @@ struct DeltaPackSource: PackSource {
         let remote = PackAssemblyPlan.union(plan.remote, unverifiedBlocks)
         let spans = PackAssemblyPlan.subtract(PackAssemblyPlan.subtract(failing, from: [0..<bytes]), from: remote)
         fetched = try await assembler.fetchRemote(pack, spans: spans, into: target)
+        // Local bytes taken on trust (whole files and chunks matched by hash, not hashed as
+        // they were copied) may come from a cached pack damaged since it was verified: the
+        // chunks still failing are fetched whole, once, before the final check.
+        let stillFailing = try await assembler.failingChunks(pack, file: target)
+        proven = stillFailing.isEmpty
+        if !stillFailing.isEmpty {
+            assembler.logger.notice("update: \(stillFailing.count) chunks built from local bytes do not verify (a cached pack damaged since it was verified, or a hash that lied); fetching them", metadata: ["pack.id": "\(pack.id)"])
+            fetched += try await assembler.fetchRemote(pack, spans: stillFailing, into: target)
+        }
     }
 
     mutating func rewind<File: DownloadSinkFile>(_ file: File, io: IOExecutor) async throws(FetchError) -> Int64 {
@@ -47,6 +60,7 @@ struct DeltaPackSource: PackSource {
     }
 
     mutating func finish<File: DownloadSinkFile>(_ file: File, io: IOExecutor) async throws(FetchError) {
+        guard !proven else { return }
         try await assembler.verify(pack, file: AssemblyFile(descriptor: file.descriptor, path: "the update's copy of pack '\(pack.id)'"))
     }
 }
