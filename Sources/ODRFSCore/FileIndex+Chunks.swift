@@ -58,7 +58,8 @@ extension FileIndex {
             guard let blocks, offset >= 0 else { return nil }
             return chunks(of: n).flatMap { list in
                 let k = Int(offset / blocks.blockSize)
-                return k < list.count ? list[k] : nil
+                // The last block is short: an offset past the file may still divide into it.
+                return k < list.count && list[k].range.contains(offset) ? list[k] : nil
             }
         }
         guard offset >= 0, let row = chunkRow(of: n.rawValue, in: table) else { return nil }

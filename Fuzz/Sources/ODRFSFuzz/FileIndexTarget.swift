@@ -24,6 +24,27 @@ enum FileIndexTarget {
                 check(blockSize > 0 && UInt64(hashes.count) == size / blockSize + (size % blockSize == 0 ? 0 : 1),
                       "\(number) has \(hashes.count) block hashes for \(size) bytes")
             }
+            // The chunk table (version 4, or version 3's blocks read as chunks): only
+            // non-empty regular files have chunks; they cover the file exactly, in order,
+            // each within the table's maximum, and the chunk holding an offset is found.
+            if let chunks = index.chunks(of: number) {
+                let size = Int64(clamping: index.entry(number)?.size ?? 0)
+                check(index.entry(number)?.kind == .regularFile && size > 0, "\(number) has chunks but is not a non-empty file")
+                var end: Int64 = 0
+                for chunk in chunks {
+                    check(chunk.offset == end && chunk.length >= 1, "\(number) has a chunk of \(chunk.length) at \(chunk.offset), expected one at \(end)")
+                    if case .contentDefined(let parameters) = index.chunking {
+                        check(chunk.length <= Int64(parameters.maximum), "\(number) has a chunk of \(chunk.length) bytes")
+                    }
+                    end = chunk.offset + chunk.length
+                }
+                check(end == size, "\(number)'s chunks cover \(end) of \(size) bytes")
+                for probe in [0, size / 3, size - 1] where !chunks.isEmpty {
+                    let found = index.chunk(of: number, containing: probe)
+                    check(found.map { $0.range.contains(probe) } == true, "\(number): no chunk found at \(probe)")
+                }
+                check(index.chunk(of: number, containing: size) == nil, "\(number) has a chunk past its end")
+            }
             let path = index.path(of: number)
             check(index.lookup(path: path) == number, "\(number) is not found at its own path \(path)")
             for child in index.children(of: number) {
@@ -40,6 +61,10 @@ enum FileIndexTarget {
         check(index.blockHashes(of: beyond) == nil, "an entry past the end has block hashes")
         for number in index.filesWithBlockHashes {
             check(index.blockHashes(of: number) != nil, "\(number) is listed with block hashes but has none")
+        }
+        check(index.chunks(of: beyond) == nil, "an entry past the end has chunks")
+        for number in index.filesWithChunks {
+            check(index.chunks(of: number) != nil, "\(number) is listed with chunks but has none")
         }
         resolveVariants(index)
     }
