@@ -248,7 +248,10 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         // Real mounts driven through the built `odrfs` binary and real tools.
-        .testTarget(name: "MountTests", dependencies: ["ODRFSCore", "ODRFSMount", "ODRFSStore", "FUSEKit", "ODRFSControl", "ODRFSClient", "CFuse3", "TestSupport", "FaultOriginSupport"]),
+        .testTarget(name: "MountTests", dependencies: [
+            "ODRFSCore", "ODRFSMount", "ODRFSStore", "ODRFSBuild", "FUSEKit", "ODRFSControl", "ODRFSClient", "CFuse3", "TestSupport",
+            "FaultOriginSupport", .product(name: "Logging", package: "swift-log"),
+        ]),
         // The control plane: the socket protocol, its server (driven by a ControlService) and client.
         .target(
             name: "ODRFSControl",

@@ -49,6 +49,11 @@ public struct BundleBuilder: Sendable {
     public var keep: Int = BundleBuilder.defaultKeep
     /// How packs are stored in the dist dir (`--compress`); zstd level 3 by default.
     public var compression: CompressionSetting = .default
+    /// How the file index chunks large files: content-defined chunks (index version 4,
+    /// the default), or fixed 64 KiB blocks as releases before it wrote (version 3, which
+    /// those releases read; compressed packs then keep one frame per chunk). No flag sets
+    /// it: it is there so tests can make the bundles older releases made.
+    public var indexChunking: IndexChunking = .contentDefined(.standard)
     /// Tags in the order recorded traces first needed them (`--prefetch-from`); they lead
     /// the manifest's prefetch list, the spec's own prefetch tags follow.
     public var learnedPrefetch: [Tag] = []
@@ -93,7 +98,8 @@ public struct BundleBuilder: Sendable {
             if let previous { output.recordCurrentManifest(revision: previous) }
             let identity = bundleIdentity ?? spec.bundle ?? output.currentBundleIdentity()
                 ?? BundleIdentity(deriving: Self.directoryName(of: root))
-            let writer = BundleWriter(output: output, resourceRoot: root, chunkSize: chunkSize, compression: compression, logger: logger)
+            let writer = BundleWriter(output: output, resourceRoot: root, chunkSize: chunkSize, compression: compression,
+                                      indexChunking: indexChunking, logger: logger)
             let bundle = try writer.write(tree: tree, plan: plan, spec: spec, identity: identity, learnedPrefetch: learnedPrefetch,
                                           revision: revision, expires: expires, written: &written, warnings: &warnings)
             let signature: ManifestSignature?
@@ -148,6 +154,7 @@ public struct BundleBuilder: Sendable {
             node.dataOffset = placement?.dataOffset ?? 0
             node.sha256 = placement?.sha256
             node.chunks = placement?.chunks
+            node.blockHashes = placement?.blockHashes
         case .directory:
             node.children = node.children.map { place($0, path: path.isEmpty ? $0.name : path + "/" + $0.name, placements) }
         case .symlink:

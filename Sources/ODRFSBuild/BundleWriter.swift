@@ -26,11 +26,12 @@ struct BundleWriter {
     let resourceRoot: String
     let chunkSize: ByteCount
     let compression: CompressionSetting
+    let indexChunking: IndexChunking
     let logger: Logger
 
     func write(tree: ResourceTree, plan: PackPlan, spec: TagSpec, identity: BundleIdentity, learnedPrefetch: [ODRFSCore.Tag], revision: Int64, expires: Int64?,
                written: inout Written, warnings: inout [String]) throws(BuildError) -> Bundle {
-        let writer = PackFileWriter(resourceRoot: resourceRoot, chunkSize: chunkSize)
+        let writer = PackFileWriter(resourceRoot: resourceRoot, chunkSize: chunkSize, indexChunking: indexChunking)
         var descriptors: [PackDescriptor] = []
         var rows: [BuildReport.Row] = []
         var placements: [String: PackFileWriter.Placement] = [:]
@@ -70,7 +71,7 @@ struct BundleWriter {
 
         let indexBytes: [UInt8]
         do {
-            indexBytes = try FileIndexWriter(packCount: descriptors.count).encode(root: BundleBuilder.place(tree.root, path: "", placements))
+            indexBytes = try FileIndexWriter(packCount: descriptors.count, chunking: indexChunking).encode(root: BundleBuilder.place(tree.root, path: "", placements))
         } catch {
             throw BuildError(.io, path: nil, "cannot encode the file index: \(error)")
         }

@@ -18,6 +18,8 @@ struct PackFileWriter {
         /// Files of at least ``FileIndexWriter/minimumBlockHashedSize``: their content-defined
         /// chunks, for the index's chunk table.
         var chunks: [FileChunk]?
+        /// The same files' fixed blocks, when the index is a version-3 one.
+        var blockHashes: [BlockHash]?
     }
 
     struct Result {
@@ -31,6 +33,7 @@ struct PackFileWriter {
 
     let resourceRoot: String
     let chunkSize: ByteCount
+    var indexChunking: IndexChunking = .contentDefined(.standard)
 
     /// Writes the pack to `path` (which must not exist). With `sync` false the caller fsyncs,
     /// or discards the file unsynced when its content is already in the dist dir.
@@ -77,7 +80,14 @@ struct PackFileWriter {
             try emit(header)
             var remaining = file.size
             var fileHasher = SHA256()
-            var chunker = file.size >= UInt64(FileIndexWriter.minimumBlockHashedSize.value) ? ContentChunker(.standard) : nil
+            let large = file.size >= UInt64(FileIndexWriter.minimumBlockHashedSize.value)
+            var chunker: ContentChunker?
+            var blockHasher: BlockHasher?
+            switch indexChunking {
+            case .contentDefined(let parameters) where large: chunker = ContentChunker(parameters)
+            case .fixedBlocks(let size) where large: blockHasher = BlockHasher(blockSize: size)
+            default: break
+            }
             while true {
                 let n = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
                 if n < 0 {
@@ -92,6 +102,7 @@ struct PackFileWriter {
                 buffer.withUnsafeBytes {
                     fileHasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[0..<n]))
                     chunker?.update(UnsafeRawBufferPointer(rebasing: $0[0..<n]))
+                    blockHasher?.update(UnsafeRawBufferPointer(rebasing: $0[0..<n]))
                 }
                 let result = buffer.withUnsafeBytes { b in Swift.Result { () throws(BuildError) in try emit(UnsafeRawBufferPointer(rebasing: b[0..<n])) } }
                 try result.get()
@@ -110,7 +121,7 @@ struct PackFileWriter {
             if let last = chunks?.last { frameCuts.append(Int64(contentOffset) + last.offset + last.length) }
             placements.append((file.path, Placement(pack: number, dataOffset: contentOffset,
                                                    sha256: ContentHash(digest: fileHasher.finalize()),
-                                                   chunks: chunks)))
+                                                   chunks: chunks, blockHashes: blockHasher?.finalize())))
         }
         try emit(tar.finish())
         if sync {

@@ -51,7 +51,8 @@ extension BundleUpdater {
             // Walks both indexes and asks the store which packs it holds: on the I/O executor.
             let (plan, downloadBytes) = await manager.io.run {
                 let plan = UpdatePlan.make(mounted: mounted, mountedIndex: mountedIndex, local: local,
-                                           available: view.manifest, availableIndex: view.index, heldTags: held)
+                                           available: view.manifest, availableIndex: view.index, heldTags: held,
+                                           otherBundles: { store.otherBundles() }, present: { store.contains($0) })
                 // What crosses the wire: packs the store holds already (an earlier switch) are not fetched.
                 let bytes = plan.fetches.filter { !store.contains(view.manifest.pack($0.pack)) }.reduce(Int64(0)) { $0 + $1.wireBytes }
                 return (plan, bytes)

@@ -110,9 +110,11 @@ final class BundleUpdater: Sendable {
         let local = manager.localOrRetainedPacks()
         let held = revisions.held.tags
         // Walks both memory-mapped indexes (page faults are disk reads): on the I/O executor.
+        let store = manager.store
         let plan = await manager.io.run {
             UpdatePlan.make(mounted: mounted, mountedIndex: index, local: local, available: view.manifest,
-                            availableIndex: view.index, heldTags: held)
+                            availableIndex: view.index, heldTags: held,
+                            otherBundles: { store.otherBundles() }, present: { store.contains($0) })
         }
         let report = UpdateReport(mountedRevision: mounted.revision, availableRevision: available.revision,
                                   changedPacks: plan.changedPacks.map { view.manifest.pack($0).id.rawValue },

@@ -1,4 +1,5 @@
 import ODRFSCore
+import ODRFSStore
 import ODRFSFetch
 
 /// What moving from the mounted revision to an available one costs, computed from the two
@@ -50,8 +51,14 @@ struct UpdatePlan: Sendable {
 
     /// `heldTags`: tags that held requests retain now; every changed pack of theirs is
     /// fetched, so that the requests can retain the new packs at the switch.
+    /// `otherBundles` (asked only when a fetched pack has chunked files) and `present` name
+    /// more places chunks may be copied from: the other bundles of a machine-wide store,
+    /// whose packs count where `present` says the store holds them. Blocking when those do
+    /// I/O: on the I/O executor.
     static func make(mounted: Manifest, mountedIndex: FileIndex, local: Set<PackNumber>,
-                     available: Manifest, availableIndex: FileIndex, heldTags: Set<Tag> = []) -> UpdatePlan {
+                     available: Manifest, availableIndex: FileIndex, heldTags: Set<Tag> = [],
+                     otherBundles: () -> [PackStore.OtherBundle] = { [] },
+                     present: (PackDescriptor) -> Bool = { _ in false }) -> UpdatePlan {
         let mountedHashes = Set(mounted.packs.map(\.sha256))
         let changed = available.packs.indices.filter { !mountedHashes.contains(available.packs[$0].sha256) }
             .map { PackNumber(UInt32($0)) }
@@ -70,8 +77,16 @@ struct UpdatePlan: Sendable {
         var spans = reusableSpans(of: Set(fetched), mounted: mountedIndex, local: local, available: availableIndex)
         let chunks = available.chunkSize == mounted.chunkSize ? chunkSources(mounted, local: local) : [:]
         var blocks = LocalChunks()
-        if !fetched.isEmpty {
+        if !fetched.isEmpty, availableIndex.chunking != nil {
             blocks.add(mountedIndex) { local.contains($0) ? mounted.packIfPresent($0) : nil }
+            var seen: [ContentHash: Bool] = [:]
+            for other in otherBundles() {
+                blocks.add(other.index) { number in
+                    guard let pack = other.manifest.packIfPresent(number) else { return nil }
+                    if seen[pack.sha256] == nil { seen[pack.sha256] = present(pack) }
+                    return seen[pack.sha256] == true ? pack : nil
+                }
+            }
         }
         var fetches: [PackFetch] = []
         var download: Int64 = 0, reused: Int64 = 0
