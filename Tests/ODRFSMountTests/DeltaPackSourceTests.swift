@@ -60,16 +60,30 @@ struct DeltaPackSourceTests {
         #expect(Self.temporaryFiles(of: setup.store).isEmpty)
     }
 
-    /// A cached source pack that changed under the mount: the reused bytes do not verify,
-    /// the assembly fails, and nothing is published or left behind.
+    static func damage(_ path: String) throws {
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        for i in stride(from: 0, to: bytes.count, by: 512) { bytes[i] ^= 0x5A }
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+    }
+
+    /// Cached source packs that changed under the mount: the bytes copied from them on
+    /// trust (whole files, whole chunks) fail their chunks' hashes after the fetch, those
+    /// chunks are fetched again, and the published pack is right.
+    @Test func chunksCopiedFromADamagedCacheAreFetchedAgain() async throws {
+        let setup = try Self.setUp()
+        for pack in setup.mounted.packs { try Self.damage(setup.store.path(of: pack)) }
+        try await setup.assembler.assemble(setup.pack, plan: setup.plan)
+        let published = [UInt8](try Data(contentsOf: URL(fileURLWithPath: setup.store.path(of: setup.pack)))) == setup.expected
+        #expect(published, "the published pack differs from revision 2's")
+        #expect(Self.temporaryFiles(of: setup.store).isEmpty)
+    }
+
+    /// The cache damaged and the origin serving damaged bytes too: the assembly does not
+    /// verify, fails, and nothing is published or left behind.
     @Test func anAssemblyThatDoesNotVerifyIsDiscarded() async throws {
         let setup = try Self.setUp()
-        for pack in setup.mounted.packs {
-            let path = setup.store.path(of: pack)
-            var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
-            for i in stride(from: 0, to: bytes.count, by: 512) { bytes[i] ^= 0x5A }
-            try Data(bytes).write(to: URL(fileURLWithPath: path))
-        }
+        for pack in setup.mounted.packs { try Self.damage(setup.store.path(of: pack)) }
+        try Self.damage(setup.root.path + "/r2-dist/" + setup.pack.file)
         let error = await #expect(throws: FetchError.self) {
             try await setup.assembler.assemble(setup.pack, plan: setup.plan)
         }
