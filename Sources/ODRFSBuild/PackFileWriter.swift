@@ -25,11 +25,15 @@ struct PackFileWriter {
     struct Result {
         var digests: ChunkHasher.Digests
         var placements: [(path: String, placement: Placement)]
-        /// Where the content-defined chunks of the pack's large files start, as offsets in
-        /// the pack, increasing: a compressed pack starts frames there too, and after each
-        /// such file (``PackCompressor``).
+        /// Where a compressed pack may start frames (``PackCompressor``), as offsets in the
+        /// pack, increasing: each file's tar entry, at least ``minimumFrame`` after the cut
+        /// before it (so tiny files never make tiny frames), and the content-defined chunks
+        /// of large files. An update then fetches the frames holding what changed.
         var frameCuts: [Int64]
     }
+
+    /// The smallest stretch between two file-entry cuts: the content-defined chunks' minimum.
+    static let minimumFrame: Int64 = 16 << 10
 
     let resourceRoot: String
     let chunkSize: ByteCount
@@ -75,6 +79,11 @@ struct PackFileWriter {
                 }
             }
             defer { close(input) }
+            let entryStart = Int64(tar.offset)
+            // Version-3 bundles are for releases that read one frame per chunk only.
+            if case .contentDefined = indexChunking, entryStart - (frameCuts.last ?? 0) >= Self.minimumFrame {
+                frameCuts.append(entryStart)
+            }
             let (header, contentOffset) = tar.beginFile(path: file.path, size: file.size, permissions: file.permissions,
                                                        modificationTime: file.modificationTime)
             try emit(header)
@@ -117,8 +126,8 @@ struct PackFileWriter {
                     return FileChunk(offset: start, length: Int64(chunk.end) - start, digest: chunk.digest)
                 }
             }
-            for chunk in chunks ?? [] { frameCuts.append(Int64(contentOffset) + chunk.offset) }
-            if let last = chunks?.last { frameCuts.append(Int64(contentOffset) + last.offset + last.length) }
+            // The first chunk starts one header after the entry (a cut already, or too close).
+            for chunk in (chunks ?? []).dropFirst() { frameCuts.append(Int64(contentOffset) + chunk.offset) }
             placements.append((file.path, Placement(pack: number, dataOffset: contentOffset,
                                                    sha256: ContentHash(digest: fileHasher.finalize()),
                                                    chunks: chunks, blockHashes: blockHasher?.finalize())))

@@ -41,7 +41,9 @@ struct CompressedBuildTests {
         let level = try #require(manifest.packs.first { $0.id.rawValue == "Level1" })
         let compression = try #require(level.compression)
         #expect(level.file == "packs/\(level.sha256.hex).tar.zst")
-        #expect(compression.frames.count == level.chunks.count && level.chunks.count == 3)
+        // Three chunks; the random file's chunk also cut at its tar entry (frames with sizes).
+        #expect(level.chunks.count == 3 && compression.frames.count > level.chunks.count)
+        #expect(compression.frames.allSatisfy { $0.size != nil })
         let path = tree.path + "/dist/" + level.file
         let onDisk = try Data(contentsOf: URL(fileURLWithPath: path))
         #expect(Int64(onDisk.count) == compression.bytes.value)
@@ -49,14 +51,18 @@ struct CompressedBuildTests {
         #expect(report.rows.first { $0.id == level.id }?.compressedBytes == compression.bytes)
         #expect(report.table().contains("compressed: "))
 
-        // Each frame alone decodes to its chunk: what a Range request for it would get.
+        // Each frame alone decodes to its bytes: what a Range request for it would get; a
+        // chunk's frames together are the chunk.
         let table = try #require(try FrameTable(validating: level, chunkSize: manifest.chunkSize))
         var tar: [UInt8] = []
         for chunk in 0..<table.count {
-            let range = table.compressedRange(ofChunk: chunk)
-            let frame = Array(onDisk[Int(range.lowerBound)..<Int(range.upperBound)])
-            let content = try frame.withUnsafeBytes {
-                try ZstdFrame.decompress($0, contentSize: Int(table.uncompressedRange(ofChunk: chunk).count))
+            var content: [UInt8] = []
+            for frameNumber in table.frames(ofChunk: chunk) {
+                let range = table.compressedRange(ofFrame: frameNumber)
+                let frame = Array(onDisk[Int(range.lowerBound)..<Int(range.upperBound)])
+                content += try frame.withUnsafeBytes {
+                    try ZstdFrame.decompress($0, contentSize: Int(table.uncompressedRange(ofFrame: frameNumber).count))
+                }
             }
             #expect(ContentHash.of(content) == level.chunks[chunk], "chunk \(chunk)")
             tar += content
@@ -72,6 +78,35 @@ struct CompressedBuildTests {
         #expect(listing?.0 == 0)
         #expect(listing?.1.contains("levels/1/map.json") == true && listing?.1.contains("levels/1/raw/noise.bin") == true,
                 "\(listing?.1 ?? "tar did not finish")")
+    }
+
+    /// Frames follow file chunks only where that costs at most 2 % of compression: a
+    /// compressible large file keeps (nearly) the ratio of whole-chunk frames, a random one
+    /// is cut at its chunks. A version-3 build (for older releases) cuts nothing.
+    @Test func framesFollowChunksWhereCompressionAllows() throws {
+        let tree = try TestTree()
+        let line = "{\"tile\": 17, \"kind\": \"grass\", \"height\": 3.25, \"seed\": %d}\n"
+        try tree.write("res/text/big.json", (0..<60_000).map { String(format: line, $0 % 977) }.joined())
+        var random = SplitMix(seed: 5)
+        try tree.mkdir("res/noise")
+        try Data((0..<2_500_000).map { _ in UInt8.random(in: 0...255, using: &random) }).write(to: URL(fileURLWithPath: tree.path + "/res/noise/big.bin"))
+        try tree.write("res/odr.yaml", "tags:\n  Text: [\"text/**\"]\n  Noise: [\"noise/**\"]\n")
+        _ = try tree.builder("res", compression: .default).build(into: tree.path + "/cut")
+        var old = tree.builder("res", compression: .default)
+        old.indexChunking = .fixedBlocks(.kibibytes(64))
+        _ = try old.build(into: tree.path + "/whole")
+        let pack = { (dist: String, id: String) throws -> PackDescriptor in
+            let manifest = try Manifest.decode(Data(contentsOf: URL(fileURLWithPath: tree.path + "/" + dist + "/manifest.json")))
+            return try #require(manifest.packs.first { $0.id.rawValue == id })
+        }
+        let (text, wholeText) = (try pack("cut", "Text"), try pack("whole", "Text"))
+        let (noise, wholeNoise) = (try pack("cut", "Noise"), try pack("whole", "Noise"))
+        #expect(wholeText.compression?.frames.count == wholeText.chunks.count && wholeNoise.compression?.frames.allSatisfy { $0.size == nil } == true)
+        let ratio = Double(try #require(text.compression).bytes.value) / Double(try #require(wholeText.compression).bytes.value)
+        #expect(ratio <= 1.02, "compressible text grew by \(ratio)")
+        #expect(try #require(noise.compression).frames.count >= 2_500_000 / (256 << 10), "random data is cut at its chunks")
+        let noiseRatio = Double(try #require(noise.compression).bytes.value) / Double(try #require(wholeNoise.compression).bytes.value)
+        #expect(noiseRatio <= 1.01, "\(noiseRatio)")
     }
 
     @Test func sameInputSameBytesAndPlainBuildsAreUnchanged() throws {

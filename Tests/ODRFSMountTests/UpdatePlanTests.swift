@@ -118,7 +118,8 @@ import Testing
             let runs = table.frameRuns(touching: fetch.assembly.remote)
             #expect(!runs.isEmpty && fetch.wireBytes == table.compressedBytes(ofFrameRuns: runs))
             #expect(table.frameCount > table.count, "the big file's chunks cut the frames")
-            #expect(fetch.wireBytes < changed + 64 * 1024, "\(fetch.wireBytes)")
+            // Small files share a frame with their neighbours (here the big file's first chunk).
+            #expect(fetch.wireBytes < changed + 2 * 256 * 1024 && fetch.wireBytes < table.compressedBytes / 4, "\(fetch.wireBytes)")
         } else {
             #expect(fetch.wireBytes == fetch.downloadBytes)
         }
