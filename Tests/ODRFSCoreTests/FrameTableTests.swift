@@ -98,7 +98,9 @@ import Testing
 
     @Test func sizedFramesMapChunksToRunsOfFrames() throws {
         let encoded = Self.sized().encoded()
-        #expect(String(decoding: encoded, as: UTF8.self).contains("\"size\""))
+        // Sized frames travel as one compact string, not an object each.
+        #expect(String(decoding: encoded, as: UTF8.self).contains("\"frameTable\""))
+        #expect(!String(decoding: encoded, as: UTF8.self).contains("\"size\""))
         let manifest = try Manifest.decode(encoded)
         let table = try #require(try FrameTable(validating: manifest.packs[1], chunkSize: manifest.chunkSize))
         #expect(table.count == 3 && table.frameCount == 6)
@@ -135,7 +137,8 @@ import Testing
         Self.expectSizedRefused(.invalidSize, "frame 2 has size 0") { $0.frames[2].size = 0 }
         Self.expectSizedRefused(.invalidSize, "frame 2 has size -3") { $0.frames[2].size = -3 }
         Self.expectSizedRefused(.invalidSize, "frame 2 has size 1025") { $0.frames[2].size = 1025 }
-        Self.expectSizedRefused(.invalidSize, "frame 1 has size \(Int64.max)") { $0.frames[1].size = .max }
+        // Beyond 2^52: the frame table string cannot even carry it.
+        Self.expectSizedRefused(.syntax, "frameTable is not base64") { $0.frames[1].size = .max }
         // Frame 1 reaching into chunk 1: a frame never crosses a chunk boundary.
         Self.expectSizedRefused(.inconsistent, "frame 1 (525 bytes at 500) crosses a chunk boundary") { $0.frames[1].size = 525 }
         Self.expectSizedRefused(.inconsistent, "frames hold 2999 bytes") { $0.frames[5].size = 551 }
@@ -148,5 +151,35 @@ import Testing
         }
         Self.expectSizedRefused(.chunkCountMismatch, "2 frames") { $0.frames.removeLast(4) }
     }
-}
 
+    @Test func theFrameTableStringRoundTripsAndRefusesWhatItCannotHold() throws {
+        let frames = [PackCompression.Frame(offset: 0, length: 300, size: 1024), PackCompression.Frame(offset: 300, length: 1, size: 1),
+                      PackCompression.Frame(offset: 301, length: 1 << 40, size: 5)]
+        let table = try #require(PackCompression(bytes: ByteCount(301 + (1 << 40)), frames: frames).encodedFrameTable)
+        #expect(PackCompression.decodeFrameTable(table) == frames)
+        // (length, size) pairs: 300 = 0xAC 0x02, 1024 = 0x80 0x08.
+        #expect(Array(Data(base64Encoded: table)!.prefix(4)) == [0xAC, 0x02, 0x80, 0x08])
+        let encode = { (bytes: [UInt8]) in Data(bytes).base64EncodedString() }
+        let refused: [(String, String)] = [
+            ("not base64", "%%%"),
+            ("empty", ""),
+            ("an odd count of numbers", encode([5, 5, 5])),
+            ("a number cut off", encode([5, 0x85])),
+            ("nine LEB128 bytes", encode([1] + [UInt8](repeating: 0xFF, count: 8) + [0x01])),
+            ("above 2^52", encode([0x81, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x10, 1])),
+            ("offsets past 2^52", encode([0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x08, 1, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x08, 1])),
+        ]
+        for (name, text) in refused { #expect(PackCompression.decodeFrameTable(text) == nil, "\(name)") }
+        // Frames without sizes, or not back to back, are listed as objects.
+        #expect(PackCompression(bytes: ByteCount(2), frames: [PackCompression.Frame(offset: 0, length: 2)]).encodedFrameTable == nil)
+        #expect(PackCompression(bytes: ByteCount(2), frames: [PackCompression.Frame(offset: 1, length: 1, size: 1)]).encodedFrameTable == nil)
+    }
+
+    @Test func aManifestWithBothFramesAndAFrameTableIsRefused() throws {
+        var text = String(decoding: Self.sized().encoded(), as: UTF8.self)
+        text = text.replacingOccurrences(of: "\"frameTable\"", with: "\"frames\" : [], \"frameTable\"")
+        #expect(throws: ManifestError.self) { try Manifest.decode(Data(text.utf8)) }
+        text = String(decoding: Self.sized().encoded(), as: UTF8.self).replacingOccurrences(of: "\"frameTable\"", with: "\"frameTablx\"")
+        #expect(throws: ManifestError.self) { try Manifest.decode(Data(text.utf8)) }
+    }
+}
