@@ -38,11 +38,19 @@ struct BundleWriter {
         placements.reserveCapacity(tree.files.count)
         var pending: [OutputDirectory.PendingObject] = []
         var pendingAddresses: Set<String> = []
+        let publishedCompressions = compression == .none ? [:] : output.publishedCompressions()
         for (position, pack) in plan.packs.enumerated() {
             let temporary = output.temporaryPath(in: OutputDirectory.packsDirectory, "\(position).tar")
             let result = try writer.write(files: pack.files.map { tree.files[$0] }, number: PackNumber(UInt32(position)),
                                           to: temporary, sync: false)
-            let (file, stored, compressed) = try store(temporary, sha256: result.digests.sha256, position: position, cuts: result.frameCuts)
+            let (file, stored, fresh) = try store(temporary, sha256: result.digests.sha256, position: position, cuts: result.frameCuts)
+            var compressed = fresh
+            // A compressed file already published under this name keeps its bytes and frame
+            // table (a release before this one may have cut the same tar differently).
+            if let ours = fresh, let published = publishedCompressions[file], published != ours,
+               output.hasObject(file, bytes: published.bytes) {
+                compressed = published
+            }
             // Unchanged since a kept revision: the copy is dropped before it is ever synced
             // (compression is deterministic, so the same tar gives the same frames).
             let storedBytes = compressed?.bytes ?? result.digests.bytes

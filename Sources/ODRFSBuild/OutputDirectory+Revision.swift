@@ -60,3 +60,26 @@ extension OutputDirectory {
         }
     }
 }
+
+extension OutputDirectory {
+    /// The frame tables that the manifests in the dist dir (the current one and the archived
+    /// revisions) give their compressed pack files, by file: a pack file's name is its tar's
+    /// hash, so a rebuild that would lay the same tar out in other frames (another release's
+    /// cuts) must keep the published file and its table, never rename new bytes over a name
+    /// that kept revisions and caches trust. Manifests that do not decode are skipped.
+    func publishedCompressions() -> [String: PackCompression] {
+        var tables: [String: PackCompression] = [:]
+        let archived = ((try? FileManager.default.contentsOfDirectory(atPath: path + "/" + Self.manifestsDirectory)) ?? [])
+            .filter { $0.hasSuffix(".json") }.map { Self.manifestsDirectory + "/" + $0 }
+        for relative in [Manifest.fileName] + archived.sorted() {
+            let file = path + "/" + relative
+            var info = stat()
+            guard lstat(file, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size <= 64 << 20,
+                  let data = FileManager.default.contents(atPath: file), let manifest = try? Manifest.decode(data) else { continue }
+            for pack in manifest.packs {
+                if let compression = pack.compression, tables[pack.file] == nil { tables[pack.file] = compression }
+            }
+        }
+        return tables
+    }
+}

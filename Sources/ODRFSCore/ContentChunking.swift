@@ -41,10 +41,12 @@ public struct ContentChunking: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Whether a chunker may run with these parameters: each in ``bounds``, minimum ≤
-    /// average ≤ maximum, the average a power of two of at least 2^10 (so both masks have bits).
+    /// average ≤ maximum with minimum < maximum (the chunker tests the maximum after each
+    /// hashed byte, and hashes none before the minimum), the average a power of two of at
+    /// least 2^10 (so both masks have bits).
     public var isValid: Bool {
         Self.bounds.contains(minimum) && Self.bounds.contains(average) && Self.bounds.contains(maximum)
-            && minimum <= average && average <= maximum && average.nonzeroBitCount == 1
+            && minimum <= average && average <= maximum && minimum < maximum && average.nonzeroBitCount == 1
     }
 
     public var description: String { "FastCDC \(minimum)/\(average)/\(maximum)" }

@@ -105,11 +105,13 @@ public struct FrameTable: Sendable, Equatable {
         self.chunkFrames = chunkFrames
     }
 
-    /// The largest frame accepted for a chunk of `chunkSize` bytes: above libzstd's
-    /// worst case (the chunk in raw blocks plus headers, about 1/256 more), and small
-    /// enough that a frame held in memory while it arrives stays about one chunk.
+    /// The largest frame accepted for `chunkSize` uncompressed bytes: above libzstd's
+    /// worst case (`ZSTD_compressBound`, at most 1/256 more plus 64 bytes, and an 18-byte
+    /// frame header), and small enough that a frame held in memory while it arrives stays
+    /// about one chunk, and that a manifest of many tiny frames cannot make a download much
+    /// larger than its pack (a fixed slack of kilobytes per frame would, a thousandfold).
     public static func maximumFrameLength(chunkSize: Int64) -> Int64 {
-        chunkSize + chunkSize / 128 + 4096
+        chunkSize + chunkSize / 128 + 256
     }
 
     /// Number of chunks.

@@ -55,6 +55,11 @@ public struct CompressedPackSource: PackSource {
                 (chunks, partial) = (decoded, next)
             }
             for chunk in chunks {
+                // Chunks arrive in order from the first not written: anything else would put
+                // verified bytes at the wrong offset.
+                guard chunk.chunk == writtenChunks else {
+                    throw FetchError(.corrupt, "pack '\(pack.id)' (\(pack.file)) from \(source): chunk \(chunk.chunk) arrived where chunk \(writtenChunks) belongs")
+                }
                 let content = chunk.bytes
                 let range = table.uncompressedRange(ofChunk: chunk.chunk)
                 // As for a plain tar: a trailing partial chunk is released to readers only

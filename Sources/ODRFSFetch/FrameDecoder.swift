@@ -60,6 +60,10 @@ struct FrameDecoder: Sendable {
             let chunk = table.chunk(ofFrame: frame.frame)
             let run = table.frames(ofChunk: chunk)
             if frame.frame == run.lowerBound {
+                // A chunk left half joined means frames were skipped: never silently dropped.
+                guard partial.bytes.isEmpty else {
+                    throw FetchError(.corrupt, "pack '\(pack.id)' (\(pack.file)) from \(source): frame \(frame.frame) starts chunk \(chunk) while chunk \(partial.chunk) is incomplete")
+                }
                 partial = PartialChunk(chunk: chunk, bytes: [])
             } else if partial.chunk != chunk {
                 throw FetchError(.corrupt, "pack '\(pack.id)' (\(pack.file)) from \(source): frame \(frame.frame) arrived without the frames of chunk \(chunk) before it")

@@ -24,10 +24,12 @@ extension PackStore {
         for bundle in StoreInventory.readBundles(root: layout.root) where bundle.key != own {
             guard let current = bundle.currentIndex else { continue }
             let directory = layout.root + "/bundles/" + bundle.key
+            let indexPath = directory + "/index/" + current + "." + FileIndex.fileExtension
+            var info = stat()
             guard let data = Self.boundedContents(of: directory + "/" + Manifest.fileName, limit: 64 << 20),
                   let manifest = try? Manifest.decode(data), manifest.index.sha256.hex == current,
-                  let index = try? FileIndex(contentsOf: directory + "/index/" + current + "." + FileIndex.fileExtension),
-                  index.chunking != nil else { continue }
+                  lstat(indexPath, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, Int64(info.st_size) == manifest.index.bytes.value,
+                  let index = try? FileIndex(contentsOf: indexPath), index.chunking != nil else { continue }
             bundles.append(OtherBundle(key: bundle.key, manifest: manifest, index: index))
         }
         return bundles

@@ -109,6 +109,38 @@ struct CompressedBuildTests {
         #expect(noiseRatio <= 1.01, "\(noiseRatio)")
     }
 
+    /// A pack file's name is its tar's hash: a rebuild that would cut the same tar into other
+    /// frames (here: a version-3 build, which cuts nothing, then a version-4 one) keeps the
+    /// published file and its frame table, and never renames new bytes over the name.
+    @Test func aPublishedPackFileKeepsItsFramesAcrossBuilders() throws {
+        let tree = try TestTree()
+        var random = SplitMix(seed: 8)
+        try tree.mkdir("res/noise")
+        try Data((0..<1_500_000).map { _ in UInt8.random(in: 0...255, using: &random) }).write(to: URL(fileURLWithPath: tree.path + "/res/noise/big.bin"))
+        try tree.write("res/odr.yaml", "tags:\n  Noise: [\"noise/**\"]\n")
+        var old = tree.builder("res", compression: .default)
+        old.indexChunking = .fixedBlocks(.kibibytes(64))
+        _ = try old.build(into: tree.path + "/dist")
+        let manifest = { try Manifest.decode(Data(contentsOf: URL(fileURLWithPath: tree.path + "/dist/manifest.json"))) }
+        let before = try #require(try manifest().packs.first { $0.id.rawValue == "Noise" })
+        let path = tree.path + "/dist/" + before.file
+        var first = stat()
+        #expect(stat(path, &first) == 0)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        _ = try tree.builder("res", compression: .default).build(into: tree.path + "/dist")
+        let after = try #require(try manifest().packs.first { $0.id.rawValue == "Noise" })
+        #expect(after.file == before.file && after.compression == before.compression, "the frame table changed under the same name")
+        var second = stat()
+        #expect(stat(path, &second) == 0 && second.st_ino == first.st_ino, "the pack file was replaced")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == bytes)
+        #expect(try manifest().revision == 2)
+        // A new tar (the file changed) gets the new layout.
+        try Data((0..<1_500_000).map { _ in UInt8.random(in: 0...255, using: &random) }).write(to: URL(fileURLWithPath: tree.path + "/res/noise/big.bin"))
+        _ = try tree.builder("res", compression: .default).build(into: tree.path + "/dist")
+        let changed = try #require(try manifest().packs.first { $0.id.rawValue == "Noise" })
+        #expect(changed.file != before.file && (changed.compression?.frames.count ?? 0) > changed.chunks.count)
+    }
+
     @Test func sameInputSameBytesAndPlainBuildsAreUnchanged() throws {
         let tree = try TestTree()
         try Self.writeTree(tree)

@@ -94,6 +94,15 @@ import Testing
         #expect(!ContentChunking(minimum: 1, average: 64 << 10, maximum: 256 << 10).isValid)
         #expect(!ContentChunking(minimum: 16 << 10, average: 60_000, maximum: 256 << 10).isValid)
         #expect(!ContentChunking(minimum: 128 << 10, average: 64 << 10, maximum: 256 << 10).isValid)
+        // Found in review: with minimum = maximum the chunker hashed one byte past the maximum.
+        #expect(!ContentChunking(minimum: 1024, average: 1024, maximum: 1024).isValid)
+        let tight = ContentChunking(minimum: 1024, average: 1024, maximum: 2048)
+        #expect(tight.isValid)
+                var start: UInt64 = 0
+        for chunk in Self.chunks(Array(Self.data.prefix(1 << 20)), piece: 777, tight) {
+            #expect(chunk.end - start <= 2048 && (chunk.end == 1 << 20 || chunk.end - start >= 1024))
+            start = chunk.end
+        }
         #expect(ContentChunker(ContentChunking(minimum: 0, average: 0, maximum: 0)).parameters == .standard)
         #expect(ContentChunking.standard.isValid)
     }

@@ -182,4 +182,16 @@ import Testing
         text = String(decoding: Self.sized().encoded(), as: UTF8.self).replacingOccurrences(of: "\"frameTable\"", with: "\"frameTablx\"")
         #expect(throws: ManifestError.self) { try Manifest.decode(Data(text.utf8)) }
     }
+
+    /// Found in review: a fixed slack of 4 KiB a frame let a manifest of 1-byte frames make
+    /// a download about 4,000 times its pack. The slack is now libzstd's bound plus a header.
+    @Test func tinyFramesCannotCarryKilobytes() {
+        #expect(FrameTable.maximumFrameLength(chunkSize: 1) <= 300)
+        #expect(FrameTable.maximumFrameLength(chunkSize: 1 << 20) < (1 << 20) + (1 << 20) / 100)
+        Self.expectSizedRefused(.invalidSize, "a frame of 100 bytes is 1...356") { compression in
+            compression.frames[3].length = 400
+            for n in 4..<6 { compression.frames[n].offset += 400 - 53 }
+            compression.bytes = ByteCount(compression.bytes.value + 400 - 53)
+        }
+    }
 }

@@ -32,8 +32,12 @@ extension DeltaPackAssembler {
         }
 
         /// A cached pack of any revision or bundle, by its descriptor; nil when it is gone.
+        /// One such pack is open at a time (copies come grouped by pack): a store may hold
+        /// thousands, more than the descriptors a daemon should spend.
         mutating func descriptor(of pack: PackDescriptor) -> Int32? {
             if let fd = openByHash[pack.sha256.hex] { return fd }
+            for fd in openByHash.values { close(fd) }
+            openByHash.removeAll()
             let fd = Glibc.open(store.path(of: pack), O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else { return nil }
             openByHash[pack.sha256.hex] = fd
@@ -49,7 +53,9 @@ extension DeltaPackAssembler {
         var buffer = [UInt8](repeating: 0, count: Int(longest))
         var failed: [Range<Int64>] = []
         var copied: Int64 = 0
-        for block in blocks {
+        // Grouped by source pack, in offset order: one pack open at a time, read forward.
+        let ordered = blocks.sorted { ($0.source.sha256.hex, $0.sourceOffset) < ($1.source.sha256.hex, $1.sourceOffset) }
+        for block in ordered {
             guard let source = sources.descriptor(of: block.source) else {
                 failed.append(block.target..<(block.target + block.length))
                 continue
@@ -70,6 +76,6 @@ extension DeltaPackAssembler {
             try write(buffer[0..<length], to: fd, at: block.target, path: path)
             copied += block.length
         }
-        return (copied, failed)
+        return (copied, failed.sorted { $0.lowerBound < $1.lowerBound })
     }
 }

@@ -91,6 +91,12 @@ struct DeltaPackAssembler {
         let size = chunkSize.value
         return try await io.run { () throws(FetchError) -> [Range<Int64>] in
             guard size > 0, size <= 1 << 30 else { return [0..<pack.bytes.value] }
+            // Exactly the pack's size, as the final verification checks: a pass that finds
+            // no failing chunk stands for it.
+            var info = stat()
+            guard fstat(file.descriptor, &info) == 0, Int64(info.st_size) == pack.bytes.value else {
+                throw FetchError(.localIO, "\(file.path) is not \(pack.bytes.value) bytes")
+            }
             var failing: [Range<Int64>] = []
             var buffer = [UInt8](repeating: 0, count: Int(size))
             var start: Int64 = 0

@@ -5,9 +5,10 @@ import ODRFSCore
 /// update can copy a changed file's unchanged chunks from, whichever file, pack, revision
 /// or bundle held them, wherever in the file they moved (see ``PackAssemblyPlan``).
 struct LocalChunks: Sendable {
-    /// Where a local pack holds a chunk: the pack and the chunk's offset in it.
+    /// Where a local pack holds a chunk: the pack (a slot of ``packs``) and the chunk's
+    /// offset in it. Small, as there is one per chunk of every large local file.
     struct Source: Sendable {
-        var pack: PackDescriptor
+        var pack: Int32
         var offset: Int64
     }
 
@@ -18,6 +19,9 @@ struct LocalChunks: Sendable {
     }
 
     private var sources: [Key: Source] = [:]
+    /// The packs sources name, each once.
+    private var packs: [PackDescriptor] = []
+    private var slots: [ContentHash: Int32] = [:]
 
     var isEmpty: Bool { sources.isEmpty }
 
@@ -27,10 +31,15 @@ struct LocalChunks: Sendable {
         for number in index.filesWithChunks {
             guard let entry = index.entry(number), let pack = entry.pack, let descriptor = local(pack),
                   let chunks = index.chunks(of: number) else { continue }
+            let slot = slots[descriptor.sha256] ?? {
+                packs.append(descriptor)
+                slots[descriptor.sha256] = Int32(packs.count - 1)
+                return Int32(packs.count - 1)
+            }()
             for chunk in chunks {
                 // In bounds: the index validated size, offset and chunks together.
                 let key = Key(digest: chunk.digest, length: chunk.length)
-                if sources[key] == nil { sources[key] = Source(pack: descriptor, offset: entry.packOffset + chunk.offset) }
+                if sources[key] == nil { sources[key] = Source(pack: slot, offset: entry.packOffset + chunk.offset) }
             }
         }
     }
@@ -42,7 +51,7 @@ struct LocalChunks: Sendable {
         var copies: [BlockCopy] = []
         for chunk in chunks where chunk.offset + chunk.length <= size {
             guard let source = sources[Key(digest: chunk.digest, length: chunk.length)] else { continue }
-            copies.append(BlockCopy(target: file.extent.lowerBound + chunk.offset, length: chunk.length, source: source.pack,
+            copies.append(BlockCopy(target: file.extent.lowerBound + chunk.offset, length: chunk.length, source: packs[Int(source.pack)],
                                     sourceOffset: source.offset, expected: chunk.digest))
         }
         return copies.isEmpty ? nil : copies

@@ -51,7 +51,7 @@ struct UpdatePlan: Sendable {
 
     /// `heldTags`: tags that held requests retain now; every changed pack of theirs is
     /// fetched, so that the requests can retain the new packs at the switch.
-    /// `otherBundles` (asked only when a fetched pack has chunked files) and `present` name
+    /// `otherBundles` (asked only when a pack is fetched and the new index has chunks) and `present` name
     /// more places chunks may be copied from: the other bundles of a machine-wide store,
     /// whose packs count where `present` says the store holds them. Blocking when those do
     /// I/O: on the I/O executor.
