@@ -18,11 +18,14 @@ extension FileIndex {
     }
 
     /// The entry at "a/b/c.txt" relative to the root ("" or "/" is the root). Empty and "."
-    /// components are skipped; ".." is not resolved and finds nothing.
+    /// components are skipped; ".." is not resolved and finds nothing. Split on the byte
+    /// "/", not the character: a name may start with a combining mark, which Swift would
+    /// join with the "/" before it into one character (found by the fileindex fuzz target).
     public func lookup(path: String) -> EntryNumber? {
         var current = EntryNumber.root
-        for component in path.split(separator: "/") where component != "." {
-            guard let next = lookup(parent: current, name: String(component)) else { return nil }
+        for component in path.utf8.split(separator: UInt8(ascii: "/")) where !component.elementsEqual(".".utf8) {
+            let found = Array(component).withUnsafeBytes { lookup(parent: current, name: $0) }
+            guard let next = found else { return nil }
             current = next
         }
         return current

@@ -161,3 +161,18 @@ import Testing
         }
     }
 }
+
+/// Found by the fileindex fuzz target: a name that starts with a combining mark.
+@Suite struct FileIndexCombiningNameTests {
+    @Test func aNameStartingWithACombiningMarkIsFoundByPath() throws {
+        let bytes = try FileIndexWriter(packCount: 1).encode(root: .directory("", children: [
+            .directory("Voice", children: [.file("\u{0489}xt1Hi#t", size: 1, pack: PackNumber(0), dataOffset: 512)]),
+        ]))
+        let index = try FileIndex(bytes: bytes)
+        let voice = try #require(index.lookup(path: "Voice"))
+        let file = try #require(index.lookup(parent: voice, name: "\u{0489}xt1Hi#t"))
+        #expect(index.path(of: file) == "Voice/\u{0489}xt1Hi#t")
+        #expect(index.lookup(path: index.path(of: file)) == file)
+        #expect(index.lookup(path: "./Voice//\u{0489}xt1Hi#t") == file)
+    }
+}
