@@ -47,7 +47,7 @@ public struct Glob: Sendable, Equatable, CustomStringConvertible {
         guard !pattern.hasPrefix("/") else { throw fail("is absolute; patterns are relative to the resource root") }
         guard !pattern.unicodeScalars.contains("\0") else { throw fail("contains a NUL character") }
         var segments: [Segment] = []
-        for raw in pattern.split(separator: "/", omittingEmptySubsequences: true) {
+        for raw in pattern.slashSeparated() {
             if raw == "**" {
                 if segments.last != .anyPath { segments.append(.anyPath) }
                 continue
@@ -80,7 +80,7 @@ public struct Glob: Sendable, Equatable, CustomStringConvertible {
     }
 
     public func matches(_ path: String) -> Bool {
-        matches(path.split(separator: "/"))
+        matches(path.slashSeparated())
     }
 
     /// Whether the pattern matches this path or one of its ancestor directories, i.e. whether

@@ -73,7 +73,7 @@ struct PackPlan: Sendable {
                                                          matched: inout [[Bool]]) {
         guard matched.contains(where: { $0.contains(false) }) else { return }
         for path in paths {
-            let components = path.split(separator: "/")
+            let components = path.slashSeparated()
             for candidate in trie.candidates(for: components) where !matched[candidate.rule][candidate.pattern] {
                 if spec.rules[candidate.rule].patterns[candidate.pattern].matches(components) {
                     matched[candidate.rule][candidate.pattern] = true

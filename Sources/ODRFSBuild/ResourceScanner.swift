@@ -71,7 +71,7 @@ struct ResourceScanner {
             allPaths.append(path)
             switch info.st_mode & S_IFMT {
             case S_IFREG:
-                files.append(ScannedFile(path: path, components: path.split(separator: "/"), size: UInt64(info.st_size),
+                files.append(ScannedFile(path: path, components: path.slashSeparated(), size: UInt64(info.st_size),
                                          permissions: permissions, modificationTime: mtime))
                 var node = FileIndexWriter.Node.file(name, size: UInt64(info.st_size), pack: .base, dataOffset: 0,
                                                      permissions: permissions, modificationTime: mtime)

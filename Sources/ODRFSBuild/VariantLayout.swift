@@ -35,7 +35,7 @@ struct VariantLayout: Sendable {
         for file in tree.files {
             // Every scanned file was walked: same tree.
             let (logical, assignment) = walker.files[file.path] ?? (file.path, .none)
-            logicalComponents.append(logical.split(separator: "/"))
+            logicalComponents.append(logical.slashSeparated())
             assignments.append(assignment)
         }
         logicalPaths = walker.logicalPaths

@@ -7,10 +7,11 @@ public enum SafeRelativePath {
         if path.hasPrefix("/") { return "is absolute" }
         if path.utf8.contains(0) { return "contains a NUL byte" }
         if path.contains("\\") { return "contains a backslash" }
-        for component in path.split(separator: "/", omittingEmptySubsequences: false) {
+        for component in path.slashSeparated(omittingEmpty: false) {
             if component.isEmpty { return "has an empty component" }
-            if component == ".." { return "contains a '..' component" }
-            if component == "." { return "contains a '.' component" }
+            // By bytes: "." followed by a combining mark is a different name on disk.
+            if component.utf8.elementsEqual("..".utf8) { return "contains a '..' component" }
+            if component.utf8.elementsEqual(".".utf8) { return "contains a '.' component" }
         }
         return nil
     }

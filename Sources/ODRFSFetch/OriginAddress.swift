@@ -79,7 +79,7 @@ struct OriginAddress: Sendable {
 
     /// The URL of `path` (relative to the dist dir), with the base query if any.
     func url(for path: String) -> String {
-        let encoded = path.split(separator: "/", omittingEmptySubsequences: true)
+        let encoded = path.slashSeparated()
             .map { $0.addingPercentEncoding(withAllowedCharacters: Self.segmentCharacters) ?? String($0) }
             .joined(separator: "/")
         return displayName + "/" + encoded + (query.map { "?" + $0 } ?? "")
