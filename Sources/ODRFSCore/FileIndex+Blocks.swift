@@ -30,12 +30,18 @@ extension FileIndex {
         return (0..<count).map { BlockHash.load(base, at: blocks.hashesStart + (first + $0) * BlockHash.byteCount) }
     }
 
-    /// The row of entry `n`, by binary search over the strictly increasing entry numbers.
     private func row(of n: UInt32, in blocks: BlockTable) -> Int? {
-        var low = 0, high = blocks.fileCount
+        row(of: n, rowsStart: blocks.rowsStart, rowSize: FileIndexLayout.Blocks.rowSize, count: blocks.fileCount)
+    }
+
+    /// The row of entry `n` in a validated table of `count` rows of `rowSize` bytes that
+    /// start with the entry number (the block and chunk tables), by binary search over the
+    /// strictly increasing entry numbers.
+    func row(of n: UInt32, rowsStart: Int, rowSize: Int, count: Int) -> Int? {
+        var low = 0, high = count
         while low < high {
             let middle = low + (high - low) / 2
-            let entry = rowEntry(blocks, middle)
+            let entry = base.u32(rowsStart + middle * rowSize)
             if entry == n { return middle }
             if entry < n { low = middle + 1 } else { high = middle }
         }

@@ -85,14 +85,7 @@ extension FileIndex {
     }
 
     private func chunkRow(of n: UInt32, in table: ChunkTable) -> Int? {
-        var low = 0, high = table.fileCount
-        while low < high {
-            let middle = low + (high - low) / 2
-            let entry = chunkRowEntry(table, middle)
-            if entry == n { return middle }
-            if entry < n { low = middle + 1 } else { high = middle }
-        }
-        return nil
+        row(of: n, rowsStart: table.rowsStart, rowSize: FileIndexLayout.Chunks.rowSize, count: table.fileCount)
     }
 
     @inline(__always) private func chunkRowEntry(_ table: ChunkTable, _ row: Int) -> UInt32 {
