@@ -52,6 +52,18 @@ extension FileIndex {
         base.u32(blocks.rowsStart + row * FileIndexLayout.Blocks.rowSize + FileIndexLayout.Blocks.rowEntry)
     }
 
+    /// The size of the file a row of the block or chunk table names: a non-empty regular
+    /// file whose entry number comes after the row before's.
+    func rowFileSize(_ table: String, row: Int, entry n: UInt32, after previous: UInt32?) throws(FileIndexError) -> UInt64 {
+        guard n < count, previous.map({ $0 < n }) ?? true else {
+            throw FileIndexError(.corrupt, "\(table) table row \(row) names entry \(n): out of range or not after the row before")
+        }
+        guard kind(n) == .regularFile, let size = entry(EntryNumber(n))?.size, size > 0 else {
+            throw FileIndexError(.corrupt, "\(table) table row \(row) names entry \(n), which is not a non-empty regular file")
+        }
+        return size
+    }
+
     /// ⌈size / blockSize⌉ without overflow (`blockSize` > 0).
     static func blockCount(size: UInt64, blockSize: Int64) -> UInt64 {
         let block = UInt64(blockSize)
@@ -88,13 +100,8 @@ extension FileIndex {
         for row in 0..<Int(fileCount) {
             let r = base + rowsStart + row * B.rowSize
             let n = r.u32(B.rowEntry)
-            guard n < count, previous.map({ $0 < n }) ?? true else {
-                throw FileIndexError(.corrupt, "block table row \(row) names entry \(n): out of range or not after the row before")
-            }
+            let size = try rowFileSize("block", row: row, entry: n, after: previous)
             previous = n
-            guard kind(n) == .regularFile, let size = entry(EntryNumber(n))?.size, size > 0 else {
-                throw FileIndexError(.corrupt, "block table row \(row) names entry \(n), which is not a non-empty regular file")
-            }
             guard r.u32(B.rowReserved) == 0, r.u64(B.rowFirstBlock) == total else {
                 throw FileIndexError(.corrupt, "block table row \(row) (entry \(n)) starts at block \(r.u64(B.rowFirstBlock)), expected \(total)")
             }

@@ -55,12 +55,13 @@ extension FileIndex {
     /// file has no chunk table (or the offset is outside it).
     public func chunk(of n: EntryNumber, containing offset: Int64) -> FileChunk? {
         guard let table = contentChunks else {
-            guard let blocks, offset >= 0 else { return nil }
-            return chunks(of: n).flatMap { list in
-                let k = Int(offset / blocks.blockSize)
-                // The last block is short: an offset past the file may still divide into it.
-                return k < list.count && list[k].range.contains(offset) ? list[k] : nil
-            }
+            // Fixed blocks: the k-th, without building the file's whole list. The last block
+            // is short: an offset past the file may still divide into it, hence the size test.
+            guard let blocks, offset >= 0, let size = entry(n)?.size, offset < Int64(clamping: size),
+                  let hashes = blockHashes(of: n) else { return nil }
+            let k = Int(offset / blocks.blockSize)
+            let start = Int64(k) * blocks.blockSize
+            return FileChunk(offset: start, length: min(blocks.blockSize, Int64(clamping: size) - start), digest: ChunkDigest(block: hashes[k]))
         }
         guard offset >= 0, let row = chunkRow(of: n.rawValue, in: table) else { return nil }
         let span = chunkSpan(ofRow: row, in: table)
@@ -131,13 +132,8 @@ extension FileIndex {
         for row in 0..<Int(fileCount) {
             let r = base + rowsStart + row * C.rowSize
             let n = r.u32(C.rowEntry)
-            guard n < count, previous.map({ $0 < n }) ?? true else {
-                throw FileIndexError(.corrupt, "chunk table row \(row) names entry \(n): out of range or not after the row before")
-            }
+            let size = try rowFileSize("chunk", row: row, entry: n, after: previous)
             previous = n
-            guard kind(n) == .regularFile, let size = entry(EntryNumber(n))?.size, size > 0 else {
-                throw FileIndexError(.corrupt, "chunk table row \(row) names entry \(n), which is not a non-empty regular file")
-            }
             let first = r.u64(C.rowFirstChunk)
             let next = row + 1 < Int(fileCount) ? (r + C.rowSize).u64(C.rowFirstChunk) : chunkCount
             guard r.u32(C.rowReserved) == 0, row > 0 || first == 0, first < next, next <= chunkCount else {

@@ -211,13 +211,7 @@ public struct FileIndexWriter: Sendable {
         out.appendLE(UInt32(ChunkDigest.sha256ByteCount))
         out.appendLE(UInt32(rows.count))
         out.appendLE(UInt64(0))
-        var first: UInt64 = 0
-        for row in rows {
-            out.appendLE(row.entry)
-            out.appendLE(UInt32(0))
-            out.appendLE(first)
-            first += UInt64(row.chunks.count)
-        }
+        appendRows(rows.map { ($0.entry, $0.chunks.count) }, to: &out)
         for row in rows {
             for chunk in row.chunks {
                 out.appendLE(UInt64(chunk.offset + chunk.length))
@@ -244,15 +238,21 @@ public struct FileIndexWriter: Sendable {
         out.appendLE(UInt32(BlockHash.byteCount))
         out.appendLE(UInt32(rows.count))
         out.appendLE(UInt32(0))
+        Self.appendRows(rows.map { ($0.entry, $0.hashes.count) }, to: &out)
+        for row in rows {
+            for hash in row.hashes { out.append(contentsOf: hash.storedBytes) }
+        }
+    }
+
+    /// The 16-byte rows of the block and chunk tables: entry, reserved 0, and the number of
+    /// the file's first hash or chunk (the counts of the rows before it).
+    private static func appendRows(_ rows: [(entry: UInt32, count: Int)], to out: inout [UInt8]) {
         var first: UInt64 = 0
         for row in rows {
             out.appendLE(row.entry)
             out.appendLE(UInt32(0))
             out.appendLE(first)
-            first += UInt64(row.hashes.count)
-        }
-        for row in rows {
-            for hash in row.hashes { out.append(contentsOf: hash.storedBytes) }
+            first += UInt64(row.count)
         }
     }
 

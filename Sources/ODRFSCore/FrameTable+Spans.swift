@@ -1,22 +1,4 @@
 extension FrameTable {
-    /// The chunks that spans of the uncompressed pack touch, as runs of adjacent chunks.
-    /// Spans may come in any order and overlap; parts outside the pack are ignored.
-    public func chunkRuns(touching spans: [Range<Int64>]) -> [ClosedRange<Int>] {
-        var runs: [ClosedRange<Int>] = []
-        for span in spans.sorted(by: { $0.lowerBound < $1.lowerBound }) {
-            let lower = max(span.lowerBound, 0), upper = min(span.upperBound, uncompressedBytes)
-            guard lower < upper else { continue }
-            // Offsets inside the validated pack divided by a chunk size ≥ 1: below `count`.
-            let first = Int(lower / chunkSize), last = Int((upper - 1) / chunkSize)
-            if let previous = runs.last, first <= previous.upperBound + 1 {
-                runs[runs.count - 1] = previous.lowerBound...max(previous.upperBound, last)
-            } else {
-                runs.append(first...last)
-            }
-        }
-        return runs
-    }
-
     /// The frames that spans of the uncompressed pack touch, as runs of adjacent frames: the
     /// frames of one run lie back to back in the compressed file, so each run is one range
     /// request. Spans may come in any order and overlap; parts outside the pack are ignored.
@@ -35,11 +17,6 @@ extension FrameTable {
         return runs
     }
 
-    /// Where the frames of a run of chunks lie in the compressed file.
-    public func compressedRange(ofChunks run: ClosedRange<Int>) -> Range<Int64> {
-        compressedRange(ofChunk: run.lowerBound).lowerBound..<compressedRange(ofChunk: run.upperBound).upperBound
-    }
-
     /// Where a run of frames lies in the compressed file.
     public func compressedRange(ofFrames run: ClosedRange<Int>) -> Range<Int64> {
         compressedRange(ofFrame: run.lowerBound).lowerBound..<compressedRange(ofFrame: run.upperBound).upperBound
@@ -49,10 +26,5 @@ extension FrameTable {
     public func compressedBytes(ofFrameRuns runs: [ClosedRange<Int>]) -> Int64 {
         // Disjoint ranges inside a validated file: the sum is at most its size.
         runs.reduce(0) { $0 + Int64(compressedRange(ofFrames: $1).count) }
-    }
-
-    /// The compressed bytes that fetching the frames of the chunk runs `runs` moves.
-    public func compressedBytes(ofRuns runs: [ClosedRange<Int>]) -> Int64 {
-        runs.reduce(0) { $0 + Int64(compressedRange(ofChunks: $1).count) }
     }
 }

@@ -38,8 +38,9 @@ struct PackSpanFetcherTests {
         let content = CompressedPackTests.text(640_000)
         let (pack, file) = try CompressedPackTests.compressed(content)
         let table = try #require(try FrameTable(validating: pack, chunkSize: Self.chunkSize))
-        #expect(table.chunkRuns(touching: Self.spans) == [1...1, 3...4])
-        let expected = table.compressedBytes(ofRuns: [1...1, 3...4])
+        // One frame per chunk here: frame runs are chunk runs.
+        #expect(table.frameRuns(touching: Self.spans) == [1...1, 3...4])
+        let expected = table.compressedBytes(ofFrameRuns: [1...1, 3...4])
         try await withFaultOrigin { server in
             server.setFile("/" + pack.file, file)
             try await withHTTPOrigin(server.baseURL) { origin in
@@ -50,7 +51,7 @@ struct PackSpanFetcherTests {
                 #expect(fetched == expected)
                 #expect(server.bytesSent(of: "/" + pack.file) == Int(expected), "only the needed frames cross the wire")
                 let ranges = server.requests(of: "/" + pack.file).map { $0.range ?? "whole file" }
-                let run1 = table.compressedRange(ofChunks: 1...1), run2 = table.compressedRange(ofChunks: 3...4)
+                let run1 = table.compressedRange(ofFrames: 1...1), run2 = table.compressedRange(ofFrames: 3...4)
                 // Both runs of frames in one multi-range request.
                 #expect(ranges == ["bytes=\(run1.lowerBound)-\(run1.upperBound - 1),\(run2.lowerBound)-\(run2.upperBound - 1)"])
                 // Whole decoded chunks at their uncompressed offsets: exactly the pack's bytes there.
