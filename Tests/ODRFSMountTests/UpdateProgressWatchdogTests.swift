@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import ODRFSMount
 
@@ -19,14 +20,22 @@ struct UpdateProgressWatchdogTests {
     }
 
     @Test func workThatKeepsMovingIsNeverCutOff() async throws {
-        // Progress every 100 ms (a pack done each time), for longer than the limit in all;
-        // the limit leaves room for a loaded machine's late wake-ups.
+        // Progress every 100 ms (a pack done each time), for longer than the limit in all.
+        // The progress comes from a thread of its own, as fetch callbacks do: a CI run once
+        // starved the cooperative pool for over 5 s, so a task advancing between sleeps
+        // stood still while the watch, waking late, saw the whole stall as idle time.
         let watchdog = UpdateProgressWatchdog(limit: .seconds(5), lowSpeedLimit: .kibibytes(1))
-        let started = ContinuousClock.now
         try await watchdog.bound(failure: { _ in UpdateError(.originUnreachable, "gave up") }) { () throws(UpdateError) in
-            while ContinuousClock.now - started < .seconds(6) {
-                try? await Task.sleep(for: .milliseconds(100))
-                watchdog.advance()
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                let progress = Thread {
+                    let started = ContinuousClock.now
+                    while ContinuousClock.now - started < .seconds(6) {
+                        Thread.sleep(forTimeInterval: 0.1)
+                        watchdog.advance()
+                    }
+                    done.resume()
+                }
+                progress.start()
             }
         }
     }
