@@ -33,8 +33,10 @@ struct FrameDecoder: Sendable {
 
     /// The chunk being joined from its frames (frames of one chunk arrive in order).
     struct PartialChunk: Sendable {
-        fileprivate var chunk = -1
-        fileprivate var bytes: [UInt8] = []
+        /// The chunk being joined; -1 when none is.
+        fileprivate(set) var chunk = -1
+        /// Its frames decoded so far, unverified, from the chunk's first byte.
+        fileprivate(set) var bytes: [UInt8] = []
     }
 
     /// Decodes one frame into exactly its uncompressed size, unverified.

@@ -56,28 +56,45 @@ public struct PackPipeline<Sink: DownloadSink>: Sendable {
     /// scheduler rate-limits background downloads there, and makes them step aside (drop
     /// the connection, then resume with a range request) while an open waits. `tally`, if
     /// given, is told every byte received from the origin, failed attempts' included.
+    ///
+    /// `chunkMap`, the file index's chunks of the pack's large files, lets bytes be released a
+    /// chunk at a time as they verify; `demands`, ranges readers wait for ahead of the stream,
+    /// are fetched by range alongside it (see `PackPipeline+Demands.swift`).
     @discardableResult
     public func fetch(_ pack: PackDescriptor, pacing: DownloadPacing? = nil, tally: DownloadWireTally? = nil,
+                      chunkMap: PackChunkMap = .empty, demands: SpanDemands? = nil,
                       progress: @escaping @Sendable (Progress) -> Void = { _ in }) async throws(FetchError) -> Sink.Published {
         let table: FrameTable?
         do { table = try FrameTable(validating: pack, chunkSize: chunkSize) } catch {
             throw FetchError(.corrupt, "pack '\(pack.id)': \(error.message)")
         }
         let transfer = PackTransfer<Sink.File>(pack: pack, origin: origin, io: io, wire: wire, tally: tally, pacing: pacing, progress: progress)
-        if let table {
-            var source = CompressedPackSource(pack: pack, table: table, source: origin.displayName)
-            return try await run(&source, pack, transfer)
+        let alongside: (@Sendable (Sink.File) async -> Void)?
+        if let demands {
+            alongside = { [self] file in await serve(demands, of: pack, table: table, chunkMap: chunkMap, into: file, through: transfer) }
+        } else {
+            alongside = nil
         }
-        var source = PlainPackSource(pack: pack, chunkSize: chunkSize, source: origin.displayName)
-        return try await run(&source, pack, transfer)
+        defer { demands?.finish() }
+        if let table {
+            var source = CompressedPackSource(pack: pack, table: table, source: origin.displayName, chunkMap: chunkMap)
+            return try await run(&source, pack, transfer, alongside: alongside)
+        }
+        var source = PlainPackSource(pack: pack, chunkSize: chunkSize, source: origin.displayName, chunkMap: chunkMap)
+        return try await run(&source, pack, transfer, alongside: alongside)
     }
 
     /// Runs `source` to the end: the file, the attempts, the final check, publication.
+    /// `alongside`, if given, runs with the attempts on the same file (serving demands) and is
+    /// cancelled and awaited before the file is published or discarded.
     public func run<Source: PackSource>(_ source: inout Source, _ pack: PackDescriptor,
-                                        _ transfer: PackTransfer<Sink.File>? = nil) async throws(FetchError) -> Sink.Published {
+                                        _ transfer: PackTransfer<Sink.File>? = nil,
+                                        alongside: (@Sendable (Sink.File) async -> Void)? = nil) async throws(FetchError) -> Sink.Published {
         let transfer = transfer ?? PackTransfer<Sink.File>(pack: pack, origin: origin, io: io, wire: wire)
         let (sink, label, size) = (self.sink, source.label, source.readableSize)
         let file = try await io.run { () throws(FetchError) -> Sink.File in try sink.makeFile(label: label, readableSize: size) }
+        let helper = alongside.map { body in Task { await body(file) } }
+        defer { helper?.cancel() }
         var restarts = 0
         do throws(FetchError) {
             attempts: while true {
@@ -102,7 +119,12 @@ public struct PackPipeline<Sink: DownloadSink>: Sendable {
                 }
             }
             try await source.finish(file, io: io)
+            // No write ahead of the stream may land once the file is published.
+            helper?.cancel()
+            await helper?.value
         } catch {
+            helper?.cancel()
+            await helper?.value
             // close + unlink block: on the I/O executor, like every other call on the file.
             await io.run { file.discard() }
             throw error

@@ -43,6 +43,8 @@ public final class PackTransfer<File: DownloadSinkFile>: Sendable {
     let pacing: DownloadPacing?
     let progress: @Sendable (PackProgress<File.Readable>) -> Void
     private let steppedAside = Atomic<Bool>(false)
+    /// The last counts reported: what a release ahead of the stream reports again.
+    private let lastReport = Mutex(PackProgressCount(received: 0, verified: 0, wire: 0))
 
     init(pack: PackDescriptor, origin: any Origin, io: IOExecutor, wire: WireByteCounter, tally: DownloadWireTally? = nil,
          pacing: DownloadPacing? = nil, progress: @escaping @Sendable (PackProgress<File.Readable>) -> Void = { _ in }) {
@@ -68,10 +70,29 @@ public final class PackTransfer<File: DownloadSinkFile>: Sendable {
     /// its verified count to readers and calls the progress callback there.
     public func append(to file: File, report: PackProgressCount?, _ write: @escaping @Sendable (File) throws(FetchError) -> Void) async throws(FetchError) {
         let progress = self.progress
-        try await io.run { () throws(FetchError) in
+        try await io.run { [self] () throws(FetchError) in
             try write(file)
             guard let report, let readable = file.readable else { return }
             file.release(verifiedUpTo: report.verified)
+            lastReport.withLock { $0 = report }
+            progress(PackProgress(received: ByteCount(report.received), verified: ByteCount(report.verified),
+                                  file: readable, wireBytes: ByteCount(report.wire)))
+        }
+    }
+
+    /// Writes proven `pieces` (offset, bytes: each proven by a chunk digest of the file
+    /// index or a chunk hash of the manifest) into `file` on the I/O executor and releases
+    /// them to readers ahead of the prefix, then reports progress again with the last counts
+    /// so that the waiters for those ranges are answered.
+    public func writeAhead(to file: File, _ pieces: [(Int64, [UInt8])]) async throws(FetchError) {
+        guard !pieces.isEmpty else { return }
+        let progress = self.progress
+        try await io.run { [self] () throws(FetchError) in
+            for (offset, bytes) in pieces {
+                try file.writeVerified(bytes, at: offset, release: true)
+            }
+            guard let readable = file.readable else { return }
+            let report = lastReport.withLock { $0 }
             progress(PackProgress(received: ByteCount(report.received), verified: ByteCount(report.verified),
                                   file: readable, wireBytes: ByteCount(report.wire)))
         }
@@ -105,6 +126,24 @@ extension DownloadSinkFile {
         var failure: FetchError?
         bytes.withUnsafeReadableBytes { raw in
             do throws(FetchError) { try append(raw) } catch { failure = error }
+        }
+        if let failure { throw failure }
+    }
+
+    /// Writes proven bytes at `offset` (see ``writeVerified(_:at:release:)``).
+    func writeVerified(_ bytes: [UInt8], at offset: Int64, release: Bool) throws(FetchError) {
+        var failure: FetchError?
+        bytes.withUnsafeBytes { raw in
+            do throws(FetchError) { try writeVerified(raw, at: offset, release: release) } catch { failure = error }
+        }
+        if let failure { throw failure }
+    }
+
+    /// Writes a buffer from the network, not yet proven, at `offset` (see ``write(_:at:)``).
+    func write(_ bytes: ByteBuffer, at offset: Int64) throws(FetchError) {
+        var failure: FetchError?
+        bytes.withUnsafeReadableBytes { raw in
+            do throws(FetchError) { try write(raw, at: offset) } catch { failure = error }
         }
         if let failure { throw failure }
     }

@@ -42,6 +42,18 @@ extension TemporaryFile: DownloadSinkFile {
         do throws(StoreError) { try write(bytes) } catch { throw error.fetchError }
     }
 
+    public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(FetchError) {
+        do throws(StoreError) { try writeUnlessReleased(bytes, at: offset) } catch { throw error.fetchError }
+    }
+
+    public func writeVerified(_ bytes: UnsafeRawBufferPointer, at offset: Int64, release: Bool) throws(FetchError) {
+        do throws(StoreError) { try writeProven(bytes, at: offset, release: release) } catch { throw error.fetchError }
+    }
+
+    public func release(verified range: Range<Int64>) {
+        verified?.release(range)
+    }
+
     public func resize(to size: Int64) throws(FetchError) {
         do throws(StoreError) { try truncate(to: size) } catch { throw error.fetchError }
     }

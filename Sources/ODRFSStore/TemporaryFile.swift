@@ -14,6 +14,9 @@ public final class TemporaryFile: Sendable {
     /// readers that open the pack before it is complete (progressive open).
     public let verified: VerifiedFile?
     private let isOpen = Atomic<Bool>(true)
+    /// Orders positioned writes of unproven bytes against writes that release proven ones.
+    /// Held only by writers (I/O threads) for one write; readers never take it.
+    private let positionedWrites = Mutex<Void>(())
 
     init(path: String, descriptor: Int32, verified: VerifiedFile? = nil) {
         self.path = path
@@ -31,6 +34,46 @@ public final class TemporaryFile: Sendable {
                 throw StoreError.system("cannot write", path: path)
             }
             offset += written
+        }
+    }
+
+    /// Writes `bytes`, not yet proven, at `offset`, skipping the ranges already released to
+    /// readers ahead of the prefix (see ``writeProven(_:at:release:)``).
+    public func writeUnlessReleased(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(StoreError) {
+        let end = offset + Int64(bytes.count)
+        try positionedWrites.withLock { _ throws(StoreError) in
+            var position = offset
+            for released in (verified?.verifiedRanges ?? []) where released.upperBound > position && released.lowerBound < end {
+                if released.lowerBound > position {
+                    try writeAll(UnsafeRawBufferPointer(rebasing: bytes[Int(position - offset)..<Int(released.lowerBound - offset)]), at: position)
+                }
+                position = released.upperBound
+            }
+            if position < end { try writeAll(UnsafeRawBufferPointer(rebasing: bytes[Int(position - offset)...]), at: position) }
+        }
+    }
+
+    /// Writes proven `bytes` at `offset` and, with `release`, releases them to readers, in one
+    /// step as far as ``writeUnlessReleased(_:at:)`` is concerned: an unproven write never
+    /// lands between the two.
+    public func writeProven(_ bytes: UnsafeRawBufferPointer, at offset: Int64, release: Bool) throws(StoreError) {
+        try positionedWrites.withLock { _ throws(StoreError) in
+            try writeAll(bytes, at: offset)
+            if release { verified?.release(offset..<(offset + Int64(bytes.count))) }
+        }
+    }
+
+    /// Writes all of `bytes` at `offset`, retrying short and interrupted writes; the
+    /// position appends continue from does not move.
+    private func writeAll(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(StoreError) {
+        var done = 0
+        while done < bytes.count {
+            let written = pwrite(descriptor, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw StoreError.system("cannot write", path: path)
+            }
+            done += written
         }
     }
 

@@ -2,13 +2,18 @@ import Foundation
 import Synchronization
 
 /// One physical pack file — a download in progress or a published pack — together with
-/// how many of its leading bytes are proven by their chunk hashes, *in this very file*.
+/// which of its bytes are proven, *in this very file*: a leading prefix proven by the
+/// manifest's chunk hashes, and ranges beyond it proven by the file index's chunk digests
+/// (a large file's chunks released as they verify, or fetched by range ahead of the
+/// stream; see `PackChunkMap`).
 ///
 /// This is where "never an unverified byte" is enforced for readers: a reader holds the
-/// `VerifiedFile` it opened and may read only below ``verifiedBytes``. The count only
-/// grows, and only for bytes written to this file; a later download of the same pack is
-/// a different file with its own count, so a reader of a download that failed halfway
-/// can never be let past the verified prefix of its own file by someone else's success.
+/// `VerifiedFile` it opened and may read only bytes ``isVerified(_:)`` says are proven.
+/// What is proven only grows, and only for bytes written to this file; a later download of
+/// the same pack is a different file with its own record, so a reader of a download that
+/// failed halfway can never be let past what its own file proved by someone else's success.
+/// Writers write only proven bytes into the file, so two writers of one range (the stream
+/// and a range fetch) write the same bytes.
 ///
 /// The descriptor is read-only, shared by every reader of the file (replies use
 /// `pread`/splice at explicit offsets, so no file position is shared), and closed when
@@ -31,14 +36,72 @@ public final class VerifiedFile: Sendable {
     public typealias Callback = @Sendable (Result<Void, Failure>) -> Void
 
     private struct Waiter {
-        var needed: Int64
+        var needed: Range<Int64>
         var callback: Callback
     }
 
     private struct State {
+        /// The proven prefix.
         var verified: Int64
+        /// Proven ranges past the prefix: sorted, disjoint, not touching each other or the prefix.
+        var ranges: [Range<Int64>] = []
         var failure: Failure?
         var waiters: [UInt64: Waiter] = [:]
+
+        func covers(_ range: Range<Int64>) -> Bool {
+            if range.isEmpty || range.upperBound <= verified { return true }
+            let start = max(range.lowerBound, verified)
+            // The last range starting at or before `start`.
+            var low = 0, high = ranges.count
+            while low < high {
+                let middle = low + (high - low) / 2
+                if ranges[middle].lowerBound <= start { low = middle + 1 } else { high = middle }
+            }
+            return low > 0 && ranges[low - 1].upperBound >= range.upperBound
+        }
+
+        /// Adds `range` as proven, merging it into the prefix or its neighbours.
+        mutating func insert(_ range: Range<Int64>) {
+            guard !range.isEmpty, range.upperBound > verified else { return }
+            var merged = max(range.lowerBound, verified)..<range.upperBound
+            var kept: [Range<Int64>] = []
+            kept.reserveCapacity(ranges.count + 1)
+            var placed = false
+            for existing in ranges {
+                if existing.upperBound < merged.lowerBound {
+                    kept.append(existing)
+                } else if existing.lowerBound > merged.upperBound {
+                    if !placed { kept.append(merged); placed = true }
+                    kept.append(existing)
+                } else {
+                    merged = min(existing.lowerBound, merged.lowerBound)..<max(existing.upperBound, merged.upperBound)
+                }
+            }
+            if !placed { kept.append(merged) }
+            ranges = kept
+            absorb()
+        }
+
+        /// Moves ranges that now touch the prefix into it.
+        mutating func absorb() {
+            var dropped = 0
+            for range in ranges {
+                guard range.lowerBound <= verified else { break }
+                verified = max(verified, range.upperBound)
+                dropped += 1
+            }
+            if dropped > 0 { ranges.removeFirst(dropped) }
+        }
+
+        /// Takes out the waiters whose bytes are now proven.
+        mutating func takeReady(size: Int64) -> [Waiter] {
+            var ready: [Waiter] = []
+            for (id, waiter) in waiters where verified >= size || covers(waiter.needed) {
+                ready.append(waiter)
+                waiters.removeValue(forKey: id)
+            }
+            return ready
+        }
     }
 
     /// The read-only descriptor; valid for the life of this object.
@@ -70,6 +133,15 @@ public final class VerifiedFile: Sendable {
     /// Leading bytes proven right in this file.
     public var verifiedBytes: Int64 { state.withLock { $0.verified } }
 
+    /// Whether every byte of `range` (clamped to the file) is proven in this file.
+    public func isVerified(_ range: Range<Int64>) -> Bool {
+        let clamped = range.clamped(to: 0..<size)
+        return state.withLock { $0.covers(clamped) }
+    }
+
+    /// The proven ranges past the prefix (for status and tests).
+    public var verifiedRanges: [Range<Int64>] { state.withLock { $0.ranges } }
+
     /// Whether the whole file is verified.
     public var isComplete: Bool { state.withLock { $0.verified >= size } }
 
@@ -81,8 +153,15 @@ public final class VerifiedFile: Sendable {
     /// Calls `callback` once the first `bytes` bytes are verified. Returns true (and does
     /// not call it) when they already are, so the fast path needs no closure call.
     public func whenVerified(_ bytes: Int64, waiter id: UInt64, _ callback: @escaping Callback) -> Bool {
+        whenVerified(0..<max(0, bytes), waiter: id, callback)
+    }
+
+    /// Calls `callback` once every byte of `range` is proven. Returns true (and does not
+    /// call it) when they already are.
+    public func whenVerified(_ range: Range<Int64>, waiter id: UInt64, _ callback: @escaping Callback) -> Bool {
+        let bytes = range.clamped(to: 0..<size)
         let outcome = state.withLock { state -> Result<Bool, Failure> in
-            if state.verified >= min(bytes, size) { return .success(true) }
+            if state.covers(bytes) { return .success(true) }
             if let failure = state.failure { return .failure(failure) }
             state.waiters[id] = Waiter(needed: bytes, callback: callback)
             return .success(false)
@@ -107,13 +186,21 @@ public final class VerifiedFile: Sendable {
         let ready = state.withLock { state -> [Waiter] in
             guard state.failure == nil, bytes > state.verified else { return [] }
             state.verified = min(bytes, size)
-            let verified = state.verified
-            var ready: [Waiter] = []
-            for (id, waiter) in state.waiters where waiter.needed <= verified || verified >= size {
-                ready.append(waiter)
-                state.waiters.removeValue(forKey: id)
-            }
-            return ready
+            state.absorb()
+            return state.takeReady(size: size)
+        }
+        for waiter in ready { waiter.callback(.success(())) }
+    }
+
+    /// Records that the bytes of `range` are written and proven (by the file index's chunk
+    /// digests or the manifest's chunk hashes), and answers the waiters they satisfy.
+    /// Called by a writer, from the thread that wrote them.
+    public func release(_ range: Range<Int64>) {
+        let bytes = range.clamped(to: 0..<size)
+        let ready = state.withLock { state -> [Waiter] in
+            guard state.failure == nil, !bytes.isEmpty, !state.covers(bytes) else { return [] }
+            state.insert(bytes)
+            return state.takeReady(size: size)
         }
         for waiter in ready { waiter.callback(.success(())) }
     }

@@ -14,6 +14,8 @@ final class RecordingSink: DownloadSink {
         let path: String
         let sized: Bool
         let releases = Mutex<[Int64]>([])
+        /// Ranges released ahead of the prefix (index chunks, demanded ranges).
+        let aheadReleases = Mutex<[Range<Int64>]>([])
         let discarded = Atomic<Bool>(false)
 
         init(path: String, sized: Bool) {
@@ -27,10 +29,37 @@ final class RecordingSink: DownloadSink {
         var readable: File? { sized ? self : nil }
 
         func append(_ bytes: UnsafeRawBufferPointer) throws(FetchError) {
-            guard bytes.isEmpty || write(descriptor, bytes.baseAddress, bytes.count) == bytes.count else {
+            guard bytes.isEmpty || Glibc.write(descriptor, bytes.baseAddress, bytes.count) == bytes.count else {
                 throw FetchError(.localIO, "short write")
             }
         }
+
+        /// Positioned writes: unproven ones skip what was released ahead, as the cache's do.
+        func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(FetchError) {
+            let end = offset + Int64(bytes.count)
+            let released = aheadReleases.withLock { $0 }
+            var position = offset
+            for range in released.sorted(by: { $0.lowerBound < $1.lowerBound }) where range.upperBound > position && range.lowerBound < end {
+                if range.lowerBound > position {
+                    try positioned(UnsafeRawBufferPointer(rebasing: bytes[Int(position - offset)..<Int(range.lowerBound - offset)]), at: position)
+                }
+                position = max(position, range.upperBound)
+            }
+            if position < end { try positioned(UnsafeRawBufferPointer(rebasing: bytes[Int(position - offset)...]), at: position) }
+        }
+
+        func writeVerified(_ bytes: UnsafeRawBufferPointer, at offset: Int64, release: Bool) throws(FetchError) {
+            try positioned(bytes, at: offset)
+            if release { self.release(verified: offset..<(offset + Int64(bytes.count))) }
+        }
+
+        private func positioned(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(FetchError) {
+            guard bytes.isEmpty || pwrite(descriptor, bytes.baseAddress, bytes.count, off_t(offset)) == bytes.count else {
+                throw FetchError(.localIO, "short write")
+            }
+        }
+
+        func release(verified range: Range<Int64>) { aheadReleases.withLock { $0.append(range) } }
 
         func resize(to size: Int64) throws(FetchError) {
             guard ftruncate(descriptor, off_t(size)) == 0, lseek(descriptor, off_t(size), SEEK_SET) >= 0 else {

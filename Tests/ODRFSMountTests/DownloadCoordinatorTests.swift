@@ -37,7 +37,7 @@ struct DownloadCoordinatorTests {
     /// Joins `pack` as waiter `id`, its outcome recorded in `outcomes`; true if it waits.
     func join(_ manager: ResourceManager, _ pack: PackNumber, _ id: UInt64, _ outcomes: Outcomes,
               retains: Bool = true, priority: DownloadPriority = .request(0), prefix: Int64? = nil) -> Bool {
-        let outcome = manager.coordinator.join(pack, retains: retains, priority: priority, prefix: prefix, startIfNeeded: true,
+        let outcome = manager.coordinator.join(pack, retains: retains, priority: priority, needed: prefix.map { 0..<$0 }, startIfNeeded: true,
                                                waiter: Self.waiterBase + id, resume: outcomes.resume(id))
         if case .waiting = outcome { return true }
         return false

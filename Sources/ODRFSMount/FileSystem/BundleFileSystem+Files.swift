@@ -32,31 +32,34 @@ extension BundleFileSystem {
                 request.replyError(.ioError)
                 return
             }
-            // This file's first bytes, not the whole pack: its first 128 KiB (or all of it
-            // if smaller) verified is enough to start reading.
-            let prefix = extent.offset + min(extent.size, Self.progressiveOpenBytes)
+            // This file's first bytes, not the whole pack nor what precedes the file in it:
+            // its first page verified is enough to start reading (a large file's first chunk,
+            // released as soon as it matches the index; fetched by range if the pack's stream
+            // is far from it).
+            let needed = extent.offset..<(extent.offset + min(extent.size, Self.progressiveOpenBytes))
             manager.noteAccess(pack, cause: .open, file: index.path(of: number))
-            if let reader = manager.openReaderIfReady(pack, prefix: prefix) {
+            if let reader = manager.openReaderIfReady(pack, needing: needed) {
                 let handle = readers.insert(reader, extent: extent)
                 let options = openOptions(inode: inode, handle: handle, pack: pack, extent: extent, passthrough: request.passthrough)
                 request.replyOpen(handle: handle, options: options)
                 manager.metrics.recordOpen(warm: true, since: started)
                 return
             }
-            openWhenVerified(pack, prefix: prefix, file: number, inode: inode, extent: extent, started: started, request: request.detach())
+            openWhenVerified(pack, needed: needed, file: number, inode: inode, extent: extent, started: started, request: request.detach())
         }
     }
 
-    /// How much of a file must be verified before a progressive open returns.
-    static let progressiveOpenBytes: Int64 = 128 * 1024
+    /// How much of a file must be verified before a progressive open returns: a page, so
+    /// that an open waits for one chunk of a large file, not the 128 KiB readahead.
+    static let progressiveOpenBytes: Int64 = 4096
 
     /// The slow path of open(): answered by the resource manager's callback once the
     /// file's first bytes are verified (the rest of the pack may still be streaming in),
     /// on whichever thread verified them; an interrupt answers EINTR from its own path.
-    private func openWhenVerified(_ pack: PackNumber, prefix: Int64, file: EntryNumber, inode: InodeNumber, extent: PackExtent,
+    private func openWhenVerified(_ pack: PackNumber, needed: Range<Int64>, file: EntryNumber, inode: InodeNumber, extent: PackExtent,
                                   started: ContinuousClock.Instant, request: DeferredRequest) {
         let waiter = VerifiedFile.makeWaiterID()
-        manager.openReader(pack, prefix: prefix, waiter: waiter) { [self, manager, logger, readers, index] result in
+        manager.openReader(pack, needing: needed, waiter: waiter) { [self, manager, logger, readers, index] result in
             switch result {
             case .success(let reader):
                 let handle = readers.insert(reader, extent: extent)
@@ -116,14 +119,16 @@ extension BundleFileSystem {
         let packOffset = extent.offset + start
         let end = packOffset + Int64(count)
         let waiter = VerifiedFile.makeWaiterID()
-        // Only bytes verified in the reader's own file: past them, wait for them.
+        // Only bytes verified in the reader's own file: past them, wait for them (fetched by
+        // range if the pack's stream is far from them).
         let deferred: DeferredRequest
-        if reader.file.verifiedBytes >= end {
+        if reader.file.verifiedBytes >= end || reader.file.isVerified(packOffset..<end) {
             request.replyData(fileDescriptor: reader.descriptor, offset: packOffset, count: count)
             return
         }
         deferred = request.detach()
-        let ready = reader.file.whenVerified(end, waiter: waiter) { [manager, logger] result in
+        manager.demand(packOffset..<end, of: reader.pack)
+        let ready = reader.file.whenVerified(packOffset..<end, waiter: waiter) { [manager, logger] result in
             switch result {
             case .success:
                 deferred.replyData(fileDescriptor: reader.descriptor, offset: packOffset, count: count)

@@ -16,11 +16,11 @@ extension DownloadCoordinator {
                 cause = MountMetrics.Cause(download.priority)
                 download.bytesDone = progress.received.value
                 download.file = progress.file
-                guard progress.verified.value > download.verifiedBytes else { return [] }
-                download.verifiedBytes = progress.verified.value
+                download.verifiedBytes = max(download.verifiedBytes, progress.verified.value)
                 var ready: [Waiter] = []
                 for (id, waiter) in download.waiters {
-                    guard let prefix = waiter.prefix, prefix <= progress.verified.value else { continue }
+                    // Bytes verified in the prefix or released ahead of it (a chunk, a range).
+                    guard let needed = waiter.needed, progress.file.isVerified(needed) else { continue }
                     download.waiters.removeValue(forKey: id)
                     download.earlyReaders += 1
                     ready.append(waiter)

@@ -7,7 +7,7 @@ import ODRFSStore
 
 /// What `join` did with a caller.
 enum JoinOutcome {
-    /// No wait needed: the pack is local (file nil) or its prefix already verified in `file`.
+    /// No wait needed: the pack is local (file nil) or the bytes needed already verified in `file`.
     /// The retain, if asked for, is taken.
     case ready(VerifiedFile?)
     /// Registered: `resume` will be called.
@@ -30,13 +30,13 @@ enum JoinOutcome {
 final class DownloadCoordinator: Sendable {
     /// Someone waiting for a pack: an open(), a tag request, the initial install.
     /// `resume` is called exactly once, outside the lock. On success the retain (if
-    /// `retains`) is already taken, and the file is the download's, readable up to at
-    /// least `prefix` (nil: the pack is published; open it from the cache).
+    /// `retains`) is already taken, and the file is the download's, with at least the bytes
+    /// `needed` verified (nil: the pack is published; open it from the cache).
     struct Waiter {
         var retains: Bool
-        /// Resume once this many leading bytes are verified (progressive open),
-        /// instead of when the whole pack is published.
-        var prefix: Int64?
+        /// Resume once these bytes of the pack are verified (progressive open: the file's first
+        /// bytes, wherever they lie), instead of when the whole pack is published.
+        var needed: Range<Int64>?
         var resume: @Sendable (Result<VerifiedFile?, FetchError>) -> Void
     }
 
@@ -55,6 +55,8 @@ final class DownloadCoordinator: Sendable {
         var ticket: UInt64
         /// Cancelled when the last waiter leaves: nobody wants the bytes any more.
         var task: Task<Void, Never>?
+        /// Ranges readers wait for ahead of the stream, fetched by range alongside it.
+        var demands = SpanDemands()
     }
 
     let table: CacheLedger
@@ -68,9 +70,14 @@ final class DownloadCoordinator: Sendable {
     let foreground = ForegroundGate()
     /// `--max-background-rate`, shared by every prefetch and background download.
     let backgroundRate: RateLimiter?
+    /// The file index's chunks of a pack's large files (built on the I/O executor when its
+    /// download starts): bytes are released a chunk at a time and ranges proven on their own.
+    let chunkMap: @Sendable (PackNumber) -> PackChunkMap
 
     init(table: CacheLedger, downloader: PackDownloader, purger: Purger, maximumConcurrent: Int,
-         observers: ProgressObservers, io: IOExecutor, logger: Logger, schedule: SchedulerSettings = SchedulerSettings()) {
+         observers: ProgressObservers, io: IOExecutor, logger: Logger, schedule: SchedulerSettings = SchedulerSettings(),
+         chunkMap: @escaping @Sendable (PackNumber) -> PackChunkMap = { _ in .empty }) {
+        self.chunkMap = chunkMap
         self.backgroundRate = schedule.maximumBackgroundRate.map { RateLimiter(bytesPerSecond: $0.value) }
         self.table = table
         self.downloader = downloader
@@ -88,11 +95,11 @@ final class DownloadCoordinator: Sendable {
         ])
     }
 
-    /// Async form of `join`: makes `pack` local (or its first `prefix` bytes verified),
+    /// Async form of `join`: makes `pack` local (or the bytes `needed` verified),
     /// retaining it if asked. A cancelled task withdraws only its own wait; the download
     /// goes on for the others.
     @discardableResult
-    func acquire(_ pack: PackNumber, retains: Bool, priority: DownloadPriority, prefix: Int64? = nil,
+    func acquire(_ pack: PackNumber, retains: Bool, priority: DownloadPriority, needed: Range<Int64>? = nil,
                  startIfNeeded: Bool = true) async throws(FetchError) -> VerifiedFile? {
         let waiterID = VerifiedFile.makeWaiterID()
         let gate = OneShot<Result<VerifiedFile?, FetchError>>()
@@ -103,7 +110,7 @@ final class DownloadCoordinator: Sendable {
                     gate.resolve(.failure(FetchError(.cancelled, "gave up waiting for pack '\(table.manifest.pack(pack).id)'")))
                     return
                 }
-                switch join(pack, retains: retains, priority: priority, prefix: prefix, startIfNeeded: startIfNeeded,
+                switch join(pack, retains: retains, priority: priority, needed: needed, startIfNeeded: startIfNeeded,
                             waiter: waiterID, resume: { gate.resolve($0) }) {
                 case .ready(let file): gate.resolve(.success(file))
                 case .waiting:
@@ -124,7 +131,7 @@ final class DownloadCoordinator: Sendable {
     /// otherwise `resume` is called exactly once later (or now, from this thread, if the
     /// pack became ready meanwhile). Withdraw with `cancelWaiter`.
     func join(
-        _ pack: PackNumber, retains: Bool, priority: DownloadPriority, prefix: Int64?, startIfNeeded: Bool,
+        _ pack: PackNumber, retains: Bool, priority: DownloadPriority, needed: Range<Int64>?, startIfNeeded: Bool,
         registers: Bool = true,
         waiter waiterID: UInt64, resume: @escaping @Sendable (Result<VerifiedFile?, FetchError>) -> Void
     ) -> JoinOutcome {
@@ -138,7 +145,7 @@ final class DownloadCoordinator: Sendable {
                 // Its kept descriptor, if any (`CacheLedger+KeptFiles.swift`); else the reader opens it.
                 return .ready(state.keptFile(index))
             }
-            if let prefix, let download = state.slots[index].download, let file = download.file, download.verifiedBytes >= prefix {
+            if let needed, let download = state.slots[index].download, let file = download.file, file.isVerified(needed) {
                 // The bytes this reader needs are already proven in the file being written.
                 state.updateDownload(index) { $0.earlyReaders += 1 }
                 if retains { crossedInUse = state.retain(index, at: now) || crossedInUse }
@@ -147,7 +154,7 @@ final class DownloadCoordinator: Sendable {
             guard registers else { return .unavailable }
             if state.slots[index].download == nil && !startIfNeeded { return .unavailable }
             // An open (urgent) counts as waiting until resumed: background downloads step aside.
-            let waiter = Waiter(retains: retains, prefix: prefix, resume: priority == .urgent ? foreground.track(resume) : resume)
+            let waiter = Waiter(retains: retains, needed: needed, resume: priority == .urgent ? foreground.track(resume) : resume)
             if state.slots[index].download == nil {
                 // Reserve before starting, so concurrent downloads cannot overshoot together.
                 state.reserve(index, for: Download(waiters: [waiterID: waiter], priority: priority, ticket: queue.makeTicket()))
@@ -164,14 +171,35 @@ final class DownloadCoordinator: Sendable {
         switch outcome {
         case .ready(let file): return .ready(file)
         case .unavailable: return .unavailable
-        case .waiting: return .waiting
+        case .waiting:
+            if let needed { demand(needed, of: pack) }
+            return .waiting
         case .raise(let ticket):
             queue.raise(ticket, to: priority)
+            if let needed { demand(needed, of: pack) }
             return .waiting
         case .startDownload:
             startDownload(pack)
+            if let needed { demand(needed, of: pack) }
             return .waiting
         }
+    }
+
+    /// How far ahead of the stream a range must lie to be fetched on its own: closer, the
+    /// stream brings it about as soon (an extra request costs a round trip).
+    var aheadOfStream: Int64 { table.manifest.chunkSize.value + (1 << 20) }
+
+    /// Asks the download of `pack` for `range` ahead of its stream, when the stream is far
+    /// from it and the bytes are not verified yet. A no-op when nothing downloads the pack.
+    func demand(_ range: Range<Int64>, of pack: PackNumber) {
+        let threshold = aheadOfStream
+        let demands = table.read { state -> SpanDemands? in
+            guard let download = state.slots[Int(pack.rawValue)].download,
+                  range.lowerBound >= download.bytesDone + threshold,
+                  !(download.file?.isVerified(range) ?? false) else { return nil }
+            return download.demands
+        }
+        demands?.request(range)
     }
 
     /// Withdraws a waiter (a FUSE interrupt, a cancelled task): it is resumed with
@@ -269,7 +297,9 @@ final class DownloadCoordinator: Sendable {
         try await io.run { () throws(FetchError) in try self.purger.makeRoom(for: pack) }
         table.events.publish(CacheEvent(.fetchStarted(descriptor)))
         let firstByte = FirstByteClock()
-        try await downloader.fetch(descriptor, pacing: pacing(for: pack), tally: tally) { progress in
+        let demands = table.read { state in state.slots[Int(pack.rawValue)].download?.demands }
+        let chunkMap = await io.run { self.chunkMap(pack) }
+        try await downloader.fetch(descriptor, pacing: pacing(for: pack), tally: tally, chunkMap: chunkMap, demands: demands) { progress in
             if let elapsed = firstByte.elapsedOnFirstCall() {
                 self.table.metrics.recordRoundTrip(origin: self.downloader.origin.displayName, elapsed)
             }

@@ -5,24 +5,36 @@ import ODRFSStore
 
 extension ResourceManager {
     /// The fast half of open(), for the FUSE thread: if `pack` is local, or downloading
-    /// with its first `prefix` bytes already verified, retains it and returns a reader;
-    /// otherwise nil with nothing retained or started. Most opens of a pack that is
-    /// streaming in find their bytes already there.
+    /// with the bytes `needed` (the file's first bytes) already verified, retains it and
+    /// returns a reader; otherwise nil with nothing retained or started. Most opens of a pack
+    /// that is streaming in find their bytes already there.
     ///
     /// Opening a published pack is one `open(2)` of a local file; done on the caller's
     /// thread (a FUSE worker or an I/O thread, never the cooperative pool).
-    public func openReaderIfReady(_ pack: PackNumber, prefix: Int64) -> PackReader? {
-        guard case .ready(let file) = coordinator.join(pack, retains: true, priority: .urgent, prefix: prefix, startIfNeeded: false,
+    public func openReaderIfReady(_ pack: PackNumber, needing needed: Range<Int64>) -> PackReader? {
+        guard case .ready(let file) = coordinator.join(pack, retains: true, priority: .urgent, needed: needed, startIfNeeded: false,
                                             registers: false, waiter: 0, resume: { _ in }) else { return nil }
         return try? makeReader(pack, file: file).get()
     }
 
-    /// The slow half of open(): retains `pack` and calls `completion` once its first
-    /// `prefix` bytes are downloaded *and* verified by their chunk hashes — from the I/O
-    /// thread that verified them, or from this thread if they already are. Withdraw with
+    /// ``openReaderIfReady(_:needing:)`` for the pack's first `prefix` bytes.
+    public func openReaderIfReady(_ pack: PackNumber, prefix: Int64) -> PackReader? {
+        openReaderIfReady(pack, needing: 0..<max(0, prefix))
+    }
+
+    /// A reader of `pack` waits for `range`, not yet verified: if the pack's stream is far
+    /// from it, fetch it by range alongside (``SpanDemands``).
+    public func demand(_ range: Range<Int64>, of pack: PackNumber) {
+        coordinator.demand(range, of: pack)
+    }
+
+    /// The slow half of open(): retains `pack` and calls `completion` once the bytes
+    /// `needed` are downloaded *and* verified (by the manifest's chunk hashes or the index's
+    /// chunk digests) — from the I/O thread that verified them, or from this thread if they
+    /// already are. Bytes far ahead of the pack's stream are fetched by range. Withdraw with
     /// `cancelWaiter(waiter, on: pack)`; `completion` then gets `.cancelled`.
     public func openReader(
-        _ pack: PackNumber, prefix: Int64, priority: DownloadPriority = .urgent, waiter: UInt64,
+        _ pack: PackNumber, needing needed: Range<Int64>, priority: DownloadPriority = .urgent, waiter: UInt64,
         retryIfMissing: Bool = true,
         completion: @escaping @Sendable (Result<PackReader, FetchError>) -> Void
     ) {
@@ -39,12 +51,12 @@ extension ResourceManager {
                 completion(.success(reader))
             case .failure(let error) where error.kind == .notFound && retryIfMissing:
                 // The published copy vanished (deleted by hand) and is marked missing: fetch it again, once.
-                openReader(pack, prefix: prefix, priority: priority, waiter: waiter, retryIfMissing: false, completion: completion)
+                openReader(pack, needing: needed, priority: priority, waiter: waiter, retryIfMissing: false, completion: completion)
             case .failure(let error):
                 completion(.failure(error.kind == .notFound ? FetchError(.localIO, error.message) : error))
             }
         }
-        switch coordinator.join(pack, retains: true, priority: priority, prefix: prefix, startIfNeeded: true, waiter: waiter, resume: resume) {
+        switch coordinator.join(pack, retains: true, priority: priority, needed: needed, startIfNeeded: true, waiter: waiter, resume: resume) {
         case .ready(let file): resume(.success(file))
         case .waiting: break
         case .unavailable: completion(.failure(FetchError(.corrupt, "pack '\(manifest.pack(pack).id)' is not available")))
@@ -53,7 +65,12 @@ extension ResourceManager {
 
     /// Async form of `openReader`, for callers in tasks (tests, tools).
     public func openReader(_ pack: PackNumber, prefix: Int64, priority: DownloadPriority = .urgent) async throws(FetchError) -> PackReader {
-        let file = try await coordinator.acquire(pack, retains: true, priority: priority, prefix: prefix)
+        try await openReader(pack, needing: 0..<max(0, prefix), priority: priority)
+    }
+
+    /// Async form of `openReader` for the bytes `needed`.
+    public func openReader(_ pack: PackNumber, needing needed: Range<Int64>, priority: DownloadPriority = .urgent) async throws(FetchError) -> PackReader {
+        let file = try await coordinator.acquire(pack, retains: true, priority: priority, needed: needed)
         return try makeReader(pack, file: file).get()
     }
 

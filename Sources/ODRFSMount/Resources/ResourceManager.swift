@@ -78,7 +78,8 @@ public final class ResourceManager: Sendable {
         events: CacheEvents = CacheEvents(),
         deferringHashes: Bool = false,
         generation: Int64 = 1,
-        selectedVariants: [(key: VariantKey, value: VariantValue)] = []
+        selectedVariants: [(key: VariantKey, value: VariantValue)] = [],
+        chunkMap: @escaping @Sendable (PackNumber) -> PackChunkMap = { _ in .empty }
     ) throws(StoreError) {
         self.manifest = manifest
         self.generation = generation
@@ -102,7 +103,7 @@ public final class ResourceManager: Sendable {
         recorder = AccessRecorder(manifest: manifest, store: store, io: io, logger: logger, now: clock())
         coordinator = DownloadCoordinator(table: table, downloader: downloader, purger: purger,
                                           maximumConcurrent: maximumConcurrentDownloads, observers: progressObservers,
-                                          io: io, logger: logger, schedule: schedule)
+                                          io: io, logger: logger, schedule: schedule, chunkMap: chunkMap)
         measureMetadata()
         publishToStore()
     }

@@ -103,6 +103,11 @@ public final class MountedRevision: Sendable {
         let logger = settings.logger
         let downloader = Self.downloader(origin: origin, store: store, chunkSize: manifest.chunkSize, wire: wire, logger: logger)
         let old = succeeding?.previous.manager
+        // The index's chunks of each pack's large files, for downloads (built per download).
+        let chunkMap: @Sendable (PackNumber) -> PackChunkMap = { [index, manifest] pack in
+            guard let descriptor = manifest.packIfPresent(pack) else { return .empty }
+            return PackChunkMap(index: index, pack: pack, packBytes: descriptor.bytes.value)
+        }
         let manager = try await settings.io.run { () throws(StoreError) in
             if let old {
                 // Access times and priorities of the old revision first: the new manager reads them.
@@ -111,12 +116,12 @@ public final class MountedRevision: Sendable {
                 return try ResourceManager(manifest: manifest, store: store, downloader: downloader, limits: settings.limits,
                                            maximumConcurrentDownloads: settings.maximumConcurrentDownloads, logger: logger,
                                            io: settings.io, schedule: old.schedule, events: old.events,
-                                       generation: old.generation + 1, selectedVariants: chosen)
+                                       generation: old.generation + 1, selectedVariants: chosen, chunkMap: chunkMap)
             }
             return try ResourceManager(manifest: manifest, store: store, downloader: downloader, limits: settings.limits,
                                        maximumConcurrentDownloads: settings.maximumConcurrentDownloads, logger: logger,
                                        io: settings.io, schedule: settings.schedule, deferringHashes: true,
-                                       selectedVariants: chosen)
+                                       selectedVariants: chosen, chunkMap: chunkMap)
         }
         let fileSystem: BundleFileSystem
         if let succeeding, let old {
