@@ -205,7 +205,7 @@ let package = Package(
         // Shared by the test targets: child processes reaped by PID, never by SIGCHLD; logs captured in memory.
         .target(name: "TestSupport", dependencies: ["ODRFSCore", .product(name: "Logging", package: "swift-log")], path: "Tests/TestSupport"),
         .testTarget(name: "FUSEKitTests", dependencies: ["FUSEKit", "TestSupport", .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "ODRFSCoreTests", dependencies: ["ODRFSCore", "TestSupport"]),
+        .testTarget(name: "ODRFSCoreTests", dependencies: ["ODRFSCore", "TestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "ODRFSRuntimeTests", dependencies: ["ODRFSRuntime", "TestSupport"]),
         .testTarget(name: "ODRFSCompressionTests", dependencies: ["ODRFSCompression"]),
         .testTarget(name: "ODRFSMetricsTests", dependencies: [
@@ -234,6 +234,7 @@ let package = Package(
         ], path: "Tests/FaultOriginSupport"),
         .testTarget(name: "ODRFSFetchTests", dependencies: [
             "ODRFSFetch", "ODRFSCore", "ODRFSCompression", "ODRFSStore", "ODRFSServer", "TestSupport", "FaultOriginSupport",
+            .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -54,7 +54,8 @@ extension PackPipeline {
     static func provableSpans(of range: Range<Int64>, chunkMap: PackChunkMap, chunkSize: Int64, packBytes: Int64) -> [Range<Int64>] {
         let wanted = range.clamped(to: 0..<packBytes)
         guard !wanted.isEmpty, chunkSize > 0 else { return [] }
-        let limited = wanted.lowerBound..<min(wanted.upperBound, wanted.lowerBound + maximumDemand)
+        let (cap, capOverflow) = wanted.lowerBound.addingReportingOverflow(maximumDemand)
+        let limited = wanted.lowerBound..<(capOverflow ? wanted.upperBound : min(wanted.upperBound, cap))
         var spans: [Range<Int64>] = []
         var position = limited.lowerBound
         func wholeChunks(_ gap: Range<Int64>) {

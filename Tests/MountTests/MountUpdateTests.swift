@@ -295,7 +295,7 @@ struct MountUpdateTests {
         // is unchanged (the file's mtime is in it: rewritten within the same second), else by
         // the file chunk holding it. Damage the cached copy.
         let damaged: Int64 = 300_000
-        let cached = fixture.cache + "/packs/" + (try fixture.cacheFileName(of: "Big"))
+        let cached = try await fixture.waitUntilCached("Big")
         let fd = open(cached, O_RDWR)
         try #require(fd >= 0, "cannot open \(cached)")
         var byte: UInt8 = ~old[Int(damaged)]

@@ -65,8 +65,9 @@ struct StoreFaultTests {
     }
 
     @Test("ENOSPC and EIO on write, EIO on fsync: the open fails with that errno, the other mount reads, the open recovers, the store stays clean", arguments: [
-        ("posix/io/rw/write", ENOSPC, "levels/1/map.dat"),
-        ("posix/io/rw/write", EIO, "levels/2/map.dat"),
+        // Downloads write at explicit offsets (pwrite); appends (write) are the index's.
+        ("posix/io/rw/pwrite", ENOSPC, "levels/1/map.dat"),
+        ("posix/io/rw/pwrite", EIO, "levels/2/map.dat"),
         ("posix/io/sync/fsync", EIO, "big.bin"),
     ])
     func injectedFailures(point: String, code: Int32, path: String) async throws {

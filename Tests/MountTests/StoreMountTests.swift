@@ -144,6 +144,7 @@ struct StoreMountTests {
             let levelFile = store + "/packs/" + (try fixture.cacheFileName(of: "Level1"))
             let level = try await HeldFile.open(fixture.mountpoint + "/levels/1/map.dat")
             #expect(await level.read(upTo: 16) == Data(TestBundle.files["levels/1/map.dat"]!.prefix(16)))
+            _ = try await fixture.waitUntilCached("Level1", in: store + "/packs")
             // The other mount learns the pack is in the store when it reads it.
             #expect(await readThroughMount(second + "/levels/1/map.dat") == Data(TestBundle.files["levels/1/map.dat"]!))
             #expect(try await fixture.odrfs(["purge", second, "--all"]).status == 0)

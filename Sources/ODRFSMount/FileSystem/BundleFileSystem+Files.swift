@@ -119,15 +119,16 @@ extension BundleFileSystem {
         let packOffset = extent.offset + start
         let end = packOffset + Int64(count)
         let waiter = VerifiedFile.makeWaiterID()
+        let jumped = file.cursor.noteRead(start, start + Int64(count))
         // Only bytes verified in the reader's own file: past them, wait for them (fetched by
-        // range if the pack's stream is far from them).
+        // range when the read jumps far from the pack's stream).
         let deferred: DeferredRequest
         if reader.file.verifiedBytes >= end || reader.file.isVerified(packOffset..<end) {
             request.replyData(fileDescriptor: reader.descriptor, offset: packOffset, count: count)
             return
         }
         deferred = request.detach()
-        manager.demand(packOffset..<end, of: reader.pack)
+        manager.demand(packOffset..<end, of: reader.pack, jumped: jumped)
         let ready = reader.file.whenVerified(packOffset..<end, waiter: waiter) { [manager, logger] result in
             switch result {
             case .success:

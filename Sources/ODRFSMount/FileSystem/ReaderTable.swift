@@ -18,6 +18,29 @@ final class ReaderTable: Sendable {
     struct OpenFile: Sendable {
         let reader: PackReader
         let extent: PackExtent
+        let cursor = ReadCursor()
+    }
+
+    /// Where a handle's reads are going: whether a read jumps (a seek to a central directory,
+    /// a random access) or follows the reads before it (a sequential read and the kernel's
+    /// readahead, which the pack's stream serves anyway). Only jumps are worth fetching ahead
+    /// of the stream by range: readahead up to 4 MiB ahead would otherwise fetch every byte
+    /// of a sequential read twice.
+    final class ReadCursor: Sendable {
+        /// The end (in the file) of the last read; -1 before the first.
+        private let lastEnd = Atomic<Int64>(-1)
+
+        /// Reads this close to the last one's end count as following it: the mount's
+        /// readahead window (see `Readahead`) with room for requests answered out of order.
+        static let sequentialWindow: Int64 = 8 << 20
+
+        /// Records a read of `start..<end` (file offsets); true when it jumps (the first read
+        /// of a handle does: nothing before it brought its bytes closer).
+        func noteRead(_ start: Int64, _ end: Int64) -> Bool {
+            let last = lastEnd.exchange(end, ordering: .relaxed)
+            guard last >= 0 else { return true }
+            return start > last + Self.sequentialWindow || start < last - Self.sequentialWindow
+        }
     }
 
     private struct State {

@@ -186,13 +186,17 @@ final class DownloadCoordinator: Sendable {
     }
 
     /// How far ahead of the stream a range must lie to be fetched on its own: closer, the
-    /// stream brings it about as soon (an extra request costs a round trip).
-    var aheadOfStream: Int64 { table.manifest.chunkSize.value + (1 << 20) }
+    /// stream brings it about as soon (an extra request costs a round trip). A sequential
+    /// read must lie further still, past the kernel's readahead window, which would otherwise
+    /// fetch ahead every byte a sequential reader near the stream is about to get from it.
+    func aheadOfStream(jumped: Bool) -> Int64 {
+        table.manifest.chunkSize.value + (1 << 20) + (jumped ? 0 : 8 << 20)
+    }
 
     /// Asks the download of `pack` for `range` ahead of its stream, when the stream is far
     /// from it and the bytes are not verified yet. A no-op when nothing downloads the pack.
-    func demand(_ range: Range<Int64>, of pack: PackNumber) {
-        let threshold = aheadOfStream
+    func demand(_ range: Range<Int64>, of pack: PackNumber, jumped: Bool = true) {
+        let threshold = aheadOfStream(jumped: jumped)
         let demands = table.read { state -> SpanDemands? in
             guard let download = state.slots[Int(pack.rawValue)].download,
                   range.lowerBound >= download.bytesDone + threshold,

@@ -23,9 +23,11 @@ extension ResourceManager {
     }
 
     /// A reader of `pack` waits for `range`, not yet verified: if the pack's stream is far
-    /// from it, fetch it by range alongside (``SpanDemands``).
-    public func demand(_ range: Range<Int64>, of pack: PackNumber) {
-        coordinator.demand(range, of: pack)
+    /// from it, fetch it by range alongside (``SpanDemands``). `jumped`: the read does not
+    /// follow the handle's reads before it (see `ReaderTable.ReadCursor`); a sequential read
+    /// is fetched ahead only when even the kernel's readahead would not bring the stream there.
+    public func demand(_ range: Range<Int64>, of pack: PackNumber, jumped: Bool = true) {
+        coordinator.demand(range, of: pack, jumped: jumped)
     }
 
     /// The slow half of open(): retains `pack` and calls `completion` once the bytes

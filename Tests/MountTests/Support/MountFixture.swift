@@ -100,6 +100,15 @@ final class MountFixture {
         return pack.sha256.hex + ".tar"
     }
 
+    /// Waits (up to 10 s) until the pack's verified copy is published at `directory`
+    /// (`packs/` of the cache or a store): reading a file through the mount no longer means
+    /// its whole pack is in, since a large file's last chunks are released as they verify.
+    func waitUntilCached(_ id: String, in directory: String? = nil) async throws -> String {
+        let path = (directory ?? cache + "/packs") + "/" + (try cacheFileName(of: id))
+        try #require(await eventually(timeout: .seconds(10)) { access(path, F_OK) == 0 }, "pack \(id) never reached \(path)")
+        return path
+    }
+
     /// The pack's file in the dist dir: `<sha256>.tar.zst` when compressed, else as in the cache.
     func distFileName(of id: String) throws -> String {
         let pack = try #require(try manifest.packs.first { $0.id.rawValue == id })
