@@ -30,9 +30,10 @@ final class ReaderTable: Sendable {
         /// The end (in the file) of the last read; -1 before the first.
         private let lastEnd = Atomic<Int64>(-1)
 
-        /// Reads this close to the last one's end count as following it: the mount's
-        /// readahead window (see `Readahead`) with room for requests answered out of order.
-        static let sequentialWindow: Int64 = 8 << 20
+        /// Reads this close to the last one's end count as following it: the mount's 4 MiB
+        /// readahead window (see `Readahead`) and one more 1 MiB request, for requests
+        /// answered out of order.
+        static let sequentialWindow: Int64 = 5 << 20
 
         /// Records a read of `start..<end` (file offsets); true when it jumps (the first read
         /// of a handle does: nothing before it brought its bytes closer).

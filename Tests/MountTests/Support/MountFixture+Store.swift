@@ -94,6 +94,16 @@ final class HeldFile: Sendable {
         }
     }
 
+    /// Up to `count` bytes at `offset` (pread: the file offset does not move).
+    func read(at offset: Int64, count: Int) async -> Data {
+        let fd = descriptor
+        return await onDedicatedThread {
+            var buffer = [UInt8](repeating: 0, count: count)
+            let read = pread(fd, &buffer, count, off_t(offset))
+            return Data(buffer.prefix(max(read, 0)))
+        }
+    }
+
     /// Everything from the current offset to the end.
     func readToEnd() async -> Data {
         let fd = descriptor
