@@ -66,7 +66,25 @@ enum FileIndexTarget {
         for number in index.filesWithChunks {
             check(index.chunks(of: number) != nil, "\(number) is listed with chunks but has none")
         }
+        chunkMaps(index)
         resolveVariants(index)
+    }
+
+    /// Each pack's chunk map (what a download releases by and proves demanded ranges with):
+    /// sorted, disjoint, inside the pack, whatever sizes and offsets the index claims.
+    static func chunkMaps(_ index: FileIndex) {
+        for pack in 0..<min(index.packCount, 8) {
+            for packBytes: Int64 in [0, 1 << 20, 1 << 40] {
+                let map = PackChunkMap(index: index, pack: PackNumber(UInt32(pack)), packBytes: packBytes)
+                var end: Int64 = 0
+                for chunk in map.chunks {
+                    check(!chunk.range.isEmpty && chunk.range.lowerBound >= end && chunk.range.upperBound <= packBytes,
+                          "chunk \(chunk.range) after \(end) in a pack of \(packBytes) bytes")
+                    end = chunk.range.upperBound
+                }
+                _ = map.chunks(overlapping: 0..<packBytes)
+            }
+        }
     }
 
     /// The index as a mount of a bundle with variants serves it (``VariantView``): any
