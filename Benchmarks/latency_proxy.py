@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A tiny TCP reverse proxy that emulates a CDN's round trip.
 
-latency_proxy.py LISTEN_PORT UPSTREAM_PORT LATENCY_MS [RATE_MBIT]
+latency_proxy.py LISTEN_PORT UPSTREAM_PORT LATENCY_MS [RATE_MBIT] [handshake]
 
 Each client connection gets its own upstream connection and two threads. Every chunk
 the client sends (with keep-alive GETs, one chunk is one request) is held LATENCY_MS
@@ -13,6 +13,9 @@ Python.
 With RATE_MBIT, responses of all connections together share one link of that many
 Mbit/s (1 Mbit = 10^6 bits): each 64 KiB slice books its transmission time on the link
 and is sent when its slot ends, so the origin is limited like a real access network.
+
+With `handshake`, a new connection's first chunk is held one more LATENCY_MS: the round
+trip of the TCP handshake, which a connection to 127.0.0.1 does not pay (`wan.py`).
 """
 import os
 import socket
@@ -22,6 +25,7 @@ import time
 
 LISTEN, UPSTREAM, DELAY = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]) / 1000
 RATE = float(sys.argv[4]) * 1e6 / 8 if len(sys.argv) > 4 and float(sys.argv[4]) > 0 else None  # bytes/s
+HANDSHAKE = len(sys.argv) > 5 and sys.argv[5] == "handshake"
 CHUNK = 1 << 20 if RATE is None else 1 << 16
 LINK = threading.Lock()
 link_free = 0.0
@@ -41,10 +45,12 @@ def book(n):
 
 def requests(client, upstream):
     """Client to origin: hold each chunk DELAY seconds, then forward it."""
+    first = HANDSHAKE
     try:
         while data := client.recv(1 << 16):
             if DELAY:
-                time.sleep(DELAY)
+                time.sleep(DELAY * 2 if first else DELAY)
+            first = False
             upstream.sendall(data)
     except OSError:
         pass

@@ -49,6 +49,9 @@ public protocol DownloadSinkFile: Sendable {
     /// Lets readers of ``readable`` read `range`, whose bytes are written and verified (by
     /// the file index's chunk digests), ahead of the verified prefix.
     func release(verified range: Range<Int64>)
+    /// The proven spans (prefix and released ranges) sharing a byte with `range`: what a
+    /// range fetched ahead need not fetch again.
+    func provenSpans(overlapping range: Range<Int64>) -> [Range<Int64>]
     /// Closes and deletes the file (a failed or cancelled download).
     func discard()
 }

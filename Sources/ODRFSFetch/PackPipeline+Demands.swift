@@ -23,8 +23,11 @@ extension PackPipeline {
         for await range in demands.requests {
             defer { demands.served(range) }
             guard origin.servesRanges, !Task.isCancelled else { continue }
+            // What is proven by now (the stream passed, another demand brought it) is not
+            // fetched again.
             let spans = Self.provableSpans(of: range, chunkMap: chunkMap, chunkSize: chunkSize.value, packBytes: pack.bytes.value)
-            guard !spans.isEmpty else { continue }
+                .filter { span in !Self.covered(span, by: file.provenSpans(overlapping: span)) }
+            guard !spans.isEmpty, !Self.covered(range, by: file.provenSpans(overlapping: range)) else { continue }
             do throws(FetchError) {
                 var pieces: [(Int64, [UInt8])] = []
                 let moved = try await PackSpanFetcher(origin: origin).fetch(pack, chunkSize: chunkSize, spans: spans) { offset, bytes in
@@ -47,6 +50,15 @@ extension PackPipeline {
                 ])
             }
         }
+    }
+
+    /// Whether `spans` cover every byte of `range`.
+    static func covered(_ range: Range<Int64>, by spans: [Range<Int64>]) -> Bool {
+        var position = range.lowerBound
+        for span in spans.sorted(by: { $0.lowerBound < $1.lowerBound }) where span.lowerBound <= position && span.upperBound > position {
+            position = span.upperBound
+        }
+        return position >= range.upperBound
     }
 
     /// The spans to fetch for `range`: the index chunks overlapping it, and the manifest

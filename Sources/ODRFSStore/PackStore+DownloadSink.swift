@@ -54,6 +54,10 @@ extension TemporaryFile: DownloadSinkFile {
         verified?.release(range)
     }
 
+    public func provenSpans(overlapping range: Range<Int64>) -> [Range<Int64>] {
+        verified?.provenSpans(overlapping: range) ?? []
+    }
+
     public func resize(to size: Int64) throws(FetchError) {
         do throws(StoreError) { try truncate(to: size) } catch { throw error.fetchError }
     }

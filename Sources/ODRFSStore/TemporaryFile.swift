@@ -37,13 +37,15 @@ public final class TemporaryFile: Sendable {
         }
     }
 
-    /// Writes `bytes`, not yet proven, at `offset`, skipping the ranges already released to
-    /// readers ahead of the prefix (see ``writeProven(_:at:release:)``).
+    /// Writes `bytes`, not yet proven, at `offset`, skipping every byte already proven — the
+    /// prefix and the ranges released past it (see ``writeProven(_:at:release:)``): a stream
+    /// going over a range fetched ahead, or a new attempt after bad bytes going over what
+    /// index chunks released, never replaces a byte readers may read.
     public func writeUnlessReleased(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(StoreError) {
         let end = offset + Int64(bytes.count)
         try positionedWrites.withLock { _ throws(StoreError) in
             var position = offset
-            for released in (verified?.verifiedRanges ?? []) where released.upperBound > position && released.lowerBound < end {
+            for released in (verified?.provenSpans(overlapping: offset..<end) ?? []) where released.upperBound > position && released.lowerBound < end {
                 if released.lowerBound > position {
                     try writeAll(UnsafeRawBufferPointer(rebasing: bytes[Int(position - offset)..<Int(released.lowerBound - offset)]), at: position)
                 }
@@ -57,10 +59,13 @@ public final class TemporaryFile: Sendable {
     /// step as far as ``writeUnlessReleased(_:at:)`` is concerned: an unproven write never
     /// lands between the two.
     public func writeProven(_ bytes: UnsafeRawBufferPointer, at offset: Int64, release: Bool) throws(StoreError) {
-        try positionedWrites.withLock { _ throws(StoreError) in
+        // Recorded under the lock, answered after it: the replies it wakes (splices) must not
+        // hold up the stream's next write.
+        let ready = try positionedWrites.withLock { _ throws(StoreError) -> VerifiedFile.ReadyWaiters? in
             try writeAll(bytes, at: offset)
-            if release { verified?.release(offset..<(offset + Int64(bytes.count))) }
+            return release ? verified?.recordRelease(offset..<(offset + Int64(bytes.count))) : nil
         }
+        ready?.answer()
     }
 
     /// Writes all of `bytes` at `offset`, retrying short and interrupted writes; the

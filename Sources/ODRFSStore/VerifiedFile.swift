@@ -35,7 +35,7 @@ public final class VerifiedFile: Sendable {
 
     public typealias Callback = @Sendable (Result<Void, Failure>) -> Void
 
-    private struct Waiter {
+    fileprivate struct Waiter {
         var needed: Range<Int64>
         var callback: Callback
     }
@@ -142,6 +142,19 @@ public final class VerifiedFile: Sendable {
     /// The proven ranges past the prefix (for status and tests).
     public var verifiedRanges: [Range<Int64>] { state.withLock { $0.ranges } }
 
+    /// Every proven span that shares a byte with `range` — the prefix and the ranges past it,
+    /// read together under one lock (a range may join the prefix at any moment).
+    public func provenSpans(overlapping range: Range<Int64>) -> [Range<Int64>] {
+        state.withLock { state in
+            var spans: [Range<Int64>] = []
+            if state.verified > range.lowerBound && !range.isEmpty { spans.append(0..<state.verified) }
+            for proven in state.ranges where proven.upperBound > range.lowerBound && proven.lowerBound < range.upperBound {
+                spans.append(proven)
+            }
+            return spans
+        }
+    }
+
     /// Whether the whole file is verified.
     public var isComplete: Bool { state.withLock { $0.verified >= size } }
 
@@ -196,13 +209,29 @@ public final class VerifiedFile: Sendable {
     /// digests or the manifest's chunk hashes), and answers the waiters they satisfy.
     /// Called by a writer, from the thread that wrote them.
     public func release(_ range: Range<Int64>) {
+        recordRelease(range).answer()
+    }
+
+    /// The waiters a release made ready, to be answered outside the caller's own lock.
+    public struct ReadyWaiters: Sendable {
+        fileprivate let waiters: [Waiter]
+
+        /// Answers them (FUSE replies: splices of the bytes just released).
+        public func answer() {
+            for waiter in waiters { waiter.callback(.success(())) }
+        }
+    }
+
+    /// Records `range` as proven now and returns the waiters it satisfies, not yet answered:
+    /// a writer holding a lock of its own records under it and answers after.
+    public func recordRelease(_ range: Range<Int64>) -> ReadyWaiters {
         let bytes = range.clamped(to: 0..<size)
         let ready = state.withLock { state -> [Waiter] in
             guard state.failure == nil, !bytes.isEmpty, !state.covers(bytes) else { return [] }
             state.insert(bytes)
             return state.takeReady(size: size)
         }
-        for waiter in ready { waiter.callback(.success(())) }
+        return ReadyWaiters(waiters: ready)
     }
 
     /// The whole file is verified (the pack was published).

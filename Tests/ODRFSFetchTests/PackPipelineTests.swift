@@ -37,7 +37,7 @@ final class RecordingSink: DownloadSink {
         /// Positioned writes: unproven ones skip what was released ahead, as the cache's do.
         func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(FetchError) {
             let end = offset + Int64(bytes.count)
-            let released = aheadReleases.withLock { $0 }
+            let released = provenSpans(overlapping: offset..<end)
             var position = offset
             for range in released.sorted(by: { $0.lowerBound < $1.lowerBound }) where range.upperBound > position && range.lowerBound < end {
                 if range.lowerBound > position {
@@ -60,6 +60,11 @@ final class RecordingSink: DownloadSink {
         }
 
         func release(verified range: Range<Int64>) { aheadReleases.withLock { $0.append(range) } }
+
+        func provenSpans(overlapping range: Range<Int64>) -> [Range<Int64>] {
+            let prefix = releases.withLock { $0.max() ?? 0 }
+            return ([0..<prefix] + aheadReleases.withLock { $0 }).filter { $0.overlaps(range) }
+        }
 
         func resize(to size: Int64) throws(FetchError) {
             guard ftruncate(descriptor, off_t(size)) == 0, lseek(descriptor, off_t(size), SEEK_SET) >= 0 else {

@@ -1,5 +1,7 @@
 import Foundation
+import Logging
 import Synchronization
+import TestSupport
 import Testing
 @testable import ODRFSStore
 
@@ -49,6 +51,32 @@ import Testing
         // After a failure, what was proven stays readable and nothing more is released.
         file.release(0..<100)
         #expect(file.isVerified(400..<600) && !file.isVerified(0..<100))
+    }
+
+    /// Found in review: a range released ahead joins the prefix when the prefix reaches it;
+    /// a stream's unproven bytes written later over it (a plain pack's next buffers, or a new
+    /// attempt after bad bytes going over what index chunks released) must not replace it.
+    @Test func unprovenWritesNeverReplaceProvenBytes() throws {
+        let directory = try TemporaryDirectory()
+        let store = try PackStore(root: directory.path, logger: Logger(label: "test"))
+        let file = try store.makeTemporaryFile(label: "pack", readableSize: 1_000)
+        let verified = try #require(file.verified)
+        let good = [UInt8](repeating: 7, count: 1_000)
+        let bad = [UInt8](repeating: 0xEE, count: 1_000)
+        try good[0..<100].withUnsafeBytes { try file.writeUnlessReleased($0, at: 0) }
+        try good[500..<700].withUnsafeBytes { try file.writeProven($0, at: 500, release: true) }
+        verified.advance(to: 100)
+        try bad[100..<600].withUnsafeBytes { try file.writeUnlessReleased($0, at: 100) }   // over [500, 600): skipped
+        try good[100..<500].withUnsafeBytes { try file.writeUnlessReleased($0, at: 100) }
+        verified.advance(to: 500)
+        #expect(verified.verifiedBytes == 700, "the prefix took in the range released ahead")
+        // Now all of [0, 700) is the prefix: a lying buffer over it changes nothing.
+        try bad[0..<800].withUnsafeBytes { try file.writeUnlessReleased($0, at: 0) }
+        var read = [UInt8](repeating: 0, count: 800)
+        #expect(read.withUnsafeMutableBytes { pread(verified.descriptor, $0.baseAddress, 800, 0) } == 800)
+        #expect(Array(read[0..<700]) == Array(good[0..<700]), "proven bytes were overwritten")
+        #expect(Array(read[700..<800]) == Array(bad[700..<800]), "unproven bytes past what is proven are written")
+        file.discard()
     }
 
     @Test func randomReleasesMatchASimpleModel() throws {

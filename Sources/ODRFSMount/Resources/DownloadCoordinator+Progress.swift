@@ -14,7 +14,8 @@ extension DownloadCoordinator {
         let ready = table.transaction { state -> [Waiter] in
             let ready = state.updateDownload(index) { download -> [Waiter] in
                 cause = MountMetrics.Cause(download.priority)
-                download.bytesDone = progress.received.value
+                // A report from a range released ahead may carry older counts than the stream's last.
+                download.bytesDone = max(download.bytesDone, progress.received.value)
                 download.file = progress.file
                 download.verifiedBytes = max(download.verifiedBytes, progress.verified.value)
                 var ready: [Waiter] = []
