@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A tiny TCP reverse proxy that emulates a CDN's round trip.
 
-latency_proxy.py LISTEN_PORT UPSTREAM_PORT LATENCY_MS [RATE_MBIT] [handshake]
+latency_proxy.py LISTEN_PORT UPSTREAM_PORT LATENCY_MS [RATE_MBIT] [wan]
 
 Each client connection gets its own upstream connection and two threads. Every chunk
 the client sends (with keep-alive GETs, one chunk is one request) is held LATENCY_MS
@@ -14,9 +14,13 @@ With RATE_MBIT, responses of all connections together share one link of that man
 Mbit/s (1 Mbit = 10^6 bits): each 64 KiB slice books its transmission time on the link
 and is sent when its slot ends, so the origin is limited like a real access network.
 
-With `handshake`, a new connection's first chunk is held one more LATENCY_MS: the round
-trip of the TCP handshake, which a connection to 127.0.0.1 does not pay (`wan.py`).
+With `wan` (`wan.py`), the delay is a link's: every chunk is forwarded LATENCY_MS after it
+arrived, however many arrived just before it (a TLS handshake's last flight and the first
+HTTP/2 frames are several writes in a row; held one after the other they would pay the
+round trip several times), and a new connection's first chunk is held one more LATENCY_MS:
+the round trip of the TCP handshake, which a connection to 127.0.0.1 does not pay.
 """
+import queue
 import os
 import socket
 import sys
@@ -25,7 +29,7 @@ import time
 
 LISTEN, UPSTREAM, DELAY = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]) / 1000
 RATE = float(sys.argv[4]) * 1e6 / 8 if len(sys.argv) > 4 and float(sys.argv[4]) > 0 else None  # bytes/s
-HANDSHAKE = len(sys.argv) > 5 and sys.argv[5] == "handshake"
+WAN = len(sys.argv) > 5 and sys.argv[5] == "wan"
 CHUNK = 1 << 20 if RATE is None else 1 << 16
 LINK = threading.Lock()
 link_free = 0.0
@@ -45,12 +49,12 @@ def book(n):
 
 def requests(client, upstream):
     """Client to origin: hold each chunk DELAY seconds, then forward it."""
-    first = HANDSHAKE
+    if WAN:
+        return link_requests(client, upstream)
     try:
         while data := client.recv(1 << 16):
             if DELAY:
-                time.sleep(DELAY * 2 if first else DELAY)
-            first = False
+                time.sleep(DELAY)
             upstream.sendall(data)
     except OSError:
         pass
@@ -59,6 +63,41 @@ def requests(client, upstream):
             upstream.shutdown(socket.SHUT_WR)
         except OSError:
             pass
+
+
+def link_requests(client, upstream):
+    """Client to origin over a link: each chunk leaves DELAY after it arrived (the first one
+    DELAY later still, for the TCP handshake), in order, chunks in flight together."""
+    due = queue.Queue()
+
+    def forward():
+        try:
+            while (item := due.get()) is not None:
+                at, data = item
+                pause = at - time.monotonic()
+                if pause > 0:
+                    time.sleep(pause)
+                upstream.sendall(data)
+        except OSError:
+            pass
+        finally:
+            try:
+                upstream.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+
+    sender = threading.Thread(target=forward, daemon=True)
+    sender.start()
+    first = True
+    try:
+        while data := client.recv(1 << 16):
+            due.put((time.monotonic() + DELAY * (2 if first else 1), data))
+            first = False
+    except OSError:
+        pass
+    finally:
+        due.put(None)
+        sender.join()
 
 
 def responses(upstream, client):
@@ -84,7 +123,13 @@ def responses(upstream, client):
 
 def handle(client):
     try:
-        upstream = socket.create_connection(("127.0.0.1", UPSTREAM))
+        upstream = socket.socket()
+        if WAN and RATE:
+            # What a link holds in flight is about its bandwidth-delay product, not the
+            # megabytes Linux lets a socket on 127.0.0.1 buffer: a response written after
+            # another on the same connection (HTTP/2) queues behind that much, not more.
+            upstream.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, max(65536, int(RATE * DELAY)))
+        upstream.connect(("127.0.0.1", UPSTREAM))
     except OSError:
         client.close()
         return

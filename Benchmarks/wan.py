@@ -6,9 +6,11 @@ the same run.
   sudo python3 Benchmarks/wan.py --binary .build/release/odrfs [--rtt-ms 50] [--rate-mbit 100]
                                  [--rounds 3] [--quick] [--keep]
 
-The link: nginx (TLS 1.3, HTTP/2) behind `latency_proxy.py`, which holds every chunk a
-client sends for one round trip, charges every new connection one more (the TCP
-handshake), and sends every response through one shared link of RATE Mbit/s. This kernel
+The link: nginx (TLS 1.3, HTTP/2; a 64 KiB socket send buffer, as CDNs keep what is
+queued unsent small for HTTP/2's sake) behind `latency_proxy.py ... wan`, which forwards every
+chunk a client sends one round trip after it arrived (chunks in flight together, as on a
+link), charges every new connection one more (the TCP handshake), and sends every response
+through one shared link of RATE Mbit/s. This kernel
 has no `sch_netem`; the proxy's model is one round trip per client flight, which is what a
 request, a TLS 1.3 handshake and a TCP handshake each cost on a real link.
 
@@ -95,7 +97,7 @@ def certificate(work):
     return key, cert
 
 
-def start_nginx(work, dist, key, cert):
+def start_nginx(work, dist, key, cert, http1=False):
     d = f"{work}/nginx"
     os.makedirs(f"{d}/tmp", exist_ok=True)
     port = free_port()
@@ -109,7 +111,7 @@ http {{
   access_log {d}/access.log bytes; {temps}
   sendfile on; keepalive_requests 100000;
   server {{
-    listen 127.0.0.1:{port} ssl http2;
+    listen 127.0.0.1:{port} ssl {"" if http1 else "http2"} sndbuf=64k;
     ssl_certificate {cert}; ssl_certificate_key {key}; ssl_protocols TLSv1.3;
     location / {{ root {dist}; }}
   }}
@@ -134,7 +136,7 @@ class Link:
             stop(self.process)
             wait_for(lambda: not port_open(self.port), 10, "the proxy to stop")
         self.process = start([sys.executable, f"{HERE}/latency_proxy.py", str(self.port), str(self.upstream),
-                              str(self.rtt_ms), str(self.rate_mbit), "handshake"], f"{self.work}/proxy.log")
+                              str(self.rtt_ms), str(self.rate_mbit), "wan"], f"{self.work}/proxy.log")
         wait_for(lambda: port_open(self.port), 10, "the proxy")
 
 
@@ -152,6 +154,8 @@ def log_bytes(log, since):
 
 
 def mount(binary, origin, mountpoint, cache, cert=None):
+    # Always cold: a cache left by an earlier run (--work) would make it warm.
+    subprocess.run(["rm", "-rf", cache])
     args = [binary, "mount", origin, mountpoint, "--cache", cache] + (["--ca-file", cert] if cert else [])
     started = time.monotonic()
     result = subprocess.run(args, capture_output=True, text=True)
@@ -185,6 +189,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--http1", action="store_true", help="nginx without HTTP/2")
     parser.add_argument("--work")
     A = parser.parse_args()
     work = A.work or subprocess.check_output(["mktemp", "-d", "/tmp/odrfs-wan.XXXXXX"], text=True).strip()
@@ -195,7 +200,7 @@ def main():
             sh(sys.executable, f"{HERE}/gen_bundle.py", "main", src, *(["--quick"] if A.quick else []))
             sh(A.binary, "build", src, "-o", dist, stdout=subprocess.DEVNULL)
         key, cert = certificate(work)
-        port, log = start_nginx(work, dist, key, cert)
+        port, log = start_nginx(work, dist, key, cert, http1=A.http1)
         link = Link(work, port, A.rtt_ms, A.rate_mbit)
         origin = f"https://127.0.0.1:{link.port}/"
         big = f"{src}/Big/big.bin"

@@ -163,6 +163,12 @@ public final class FaultOrigin: Sendable {
         seen.filter { $0.path == path }
     }
 
+    /// The requests of `path` that download it from a point to its end (no `Range`, or an
+    /// open-ended one: a resume): the pack downloads, not the ranges fetched ahead of them.
+    public func streams(of path: String) -> [Seen] {
+        requests(of: path).filter { $0.range.map { $0.hasSuffix("-") } ?? true }
+    }
+
     /// Records the request and says what to do and with which bytes.
     fileprivate func take(_ head: HTTPRequestHead) -> (Behaviour, [UInt8]?) {
         let path = Self.path(of: head.uri)

@@ -69,6 +69,11 @@ struct ProgressiveChunkMountTests {
                 return await file.read(upTo: 4096)
             }
             #expect(first == Data(huge.prefix(4096)), "the first page waited for the whole first 1 MiB chunk")
+            // The cold open already asked for the file's end (archives are read from there).
+            let asked = await eventually(timeout: .seconds(5)) {
+                origin.requests(of: "/" + pack.file).contains { $0.range != nil && !$0.range!.hasPrefix("bytes=0-") }
+            }
+            #expect(asked, "the cold open of a large file did not ask for its last bytes")
             let tail = await Self.finishes(within: .seconds(6)) { () -> Data? in
                 guard let file = try? await HeldFile.open(path) else { return nil }
                 defer { file.close() }

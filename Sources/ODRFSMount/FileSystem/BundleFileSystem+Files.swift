@@ -76,7 +76,23 @@ extension BundleFileSystem {
             }
         }
         request.onInterrupt { [manager] in manager.cancelWaiter(waiter, on: pack) }
+        // Archives are read from their end first: a `.zip`'s, `.pk3`'s or `.jar`'s central
+        // directory, read by every engine that opens one. A cold open of a large file asks
+        // for its last bytes too, by range alongside the stream (only when the stream is far
+        // from them), so that the read of the end after the open does not pay a round trip
+        // (and a connection) of its own. It costs about one chunk that the stream brings
+        // again later.
+        if extent.size >= Self.tailPrefetchMinimum {
+            let end = extent.offset + extent.size
+            manager.demand((end - Self.tailPrefetchBytes)..<end, of: pack, jumped: true)
+        }
     }
+
+    /// Files this large get their last bytes asked for at a cold open.
+    static let tailPrefetchMinimum: Int64 = 1 << 20
+    /// What a cold open of a large file asks for at its end: a zip's end-of-central-directory
+    /// record with the longest comment fits, and so do most central directories' ends.
+    static let tailPrefetchBytes: Int64 = 64 * 1024
 
     /// The open's reply options: passthrough to the file's backing file when it has one
     /// (large file, pack local and copied out, kernel willing), else the FUSE read path.
