@@ -38,6 +38,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         // Metrics: the mount instruments itself with swift-metrics; `--metrics` serves them
         // in Prometheus text format through swift-prometheus.
@@ -133,6 +134,8 @@ let package = Package(
                 // NIOConnectionError: telling "nobody there" from "the connection broke".
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                // HTTP/2 flow-control windows for the origin client (HTTP2Windows.swift).
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
             ]
         ),
         // `odrfs serve`: the embedded origin, a dist dir over HTTP with Range, ETag and a bearer token.
@@ -236,8 +239,10 @@ let package = Package(
             "ODRFSFetch", "ODRFSCore", "ODRFSCompression", "ODRFSStore", "ODRFSServer", "TestSupport", "FaultOriginSupport",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOEmbedded", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "NIOHTTP2", package: "swift-nio-http2"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "ODRFSMountTests", dependencies: [

@@ -82,6 +82,8 @@ public final class HTTPOrigin: ResumableOrigin {
         // (short) budget; the pool would otherwise retry until the whole deadline passed.
         configuration.connectionPool.retryConnectionEstablishment = false
         configuration.proxy = try Self.tunnelProxy(for: address, options: options)
+        // HTTP/2: windows that do not hold a response back on a long link (HTTP2Windows).
+        configuration.http2ConnectionDebugInitializer = HTTP2Windows.open
         // Before the client: an HTTPClient dropped without a shutdown traps.
         self.forwardProxy = try Self.forwardProxy(for: address, options: options, connectTimeout: connectTimeout, readTimeout: readTimeout)
         self.client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)

@@ -135,6 +135,25 @@ struct MountHTTPTests {
         #expect(nginx.packRequests.count == 1 + 2, "Level1 plus the two packs mount installs (base, Level3)")
     }
 
+    @Test("HTTP/2 over TLS: with the connection hook that opens the windows, every request goes over HTTP/2 and every file reads back")
+    func http2WithOpenWindows() async throws {
+        let fixture = try MountFixture()
+        try await fixture.buildTestBundle()
+        let ca = try await PrivateCA(in: fixture.root + "/ca")
+        let nginx = try await onFreePort {
+            try await NginxOrigin(serving: fixture.dist, in: fixture.root + "/nginx-\($0)", port: $0,
+                                  tls: (ca.serverCertificate, ca.serverKey), http2: true)
+        }
+        try await fixture.mount(origin: nginx.url, extra: ["--ca-file", ca.certificate])
+        for path in ["big.bin", "levels/1/map.dat", "levels/2/map.dat"] {
+            #expect(await readThroughMount(fixture.mountpoint + "/" + path) == Data(TestBundle.files[path]!), "\(path)")
+        }
+        let log = (try? String(contentsOfFile: nginx.accessLog, encoding: .utf8)) ?? ""
+        let lines = log.split(separator: "\n")
+        #expect(!lines.isEmpty && lines.allSatisfy { $0.contains("HTTP/2.0") }, "not every request went over HTTP/2: \(log)")
+        #expect(try await fixture.unmount().status == 0)
+    }
+
     @Test("prefetch tags arrive over HTTP without any open, in order", arguments: OriginKind.allCases)
     func prefetchOverHTTP(origin kind: OriginKind) async throws {
         let fixture = try MountFixture()

@@ -16,13 +16,13 @@ final class NginxOrigin {
     var url: String { "\(tls == nil ? "http" : "https")://127.0.0.1:\(port)/" }
 
     init(serving dist: String, in directory: String, port: Int = Int.random(in: 20_000..<60_000),
-         tls: (certificate: String, key: String)? = nil) async throws {
+         tls: (certificate: String, key: String)? = nil, http2: Bool = false) async throws {
         self.directory = directory
         self.tls = tls
         accessLog = directory + "/access.log"
         self.port = port
         process = try await NginxProcess.start(
-            in: directory, port: port, tls: tls != nil, accessLog: accessLog, http: "sendfile on;",
+            in: directory, port: port, tls: tls != nil, http2: http2, accessLog: accessLog, http: "sendfile on;",
             server: """
                 \(tls.map { "ssl_certificate \($0.certificate); ssl_certificate_key \($0.key);" } ?? "")
                 root \(dist);

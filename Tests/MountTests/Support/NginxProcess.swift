@@ -12,7 +12,8 @@ enum NginxProcess {
         var description: String { message }
     }
 
-    static func start(in directory: String, port: Int, tls: Bool = false, accessLog: String, http: String, server: String) async throws -> ChildProcess {
+    static func start(in directory: String, port: Int, tls: Bool = false, http2: Bool = false, accessLog: String, http: String,
+                      server: String) async throws -> ChildProcess {
         try FileManager.default.createDirectory(atPath: directory + "/tmp", withIntermediateDirectories: true)
         let config = """
             daemon off;
@@ -31,7 +32,7 @@ enum NginxProcess {
                 scgi_temp_path \(directory)/tmp;
                 \(http)
                 server {
-                    listen 127.0.0.1:\(port)\(tls ? " ssl" : "");
+                    listen 127.0.0.1:\(port)\(tls ? " ssl" : "")\(http2 ? " http2" : "");
                     \(server)
                 }
             }
