@@ -19,8 +19,8 @@ The limits, printed with every figure:
   names, requested at once) + every byte the origin sent for it / rate;
 - first 4 KiB and last 64 KiB, each on a new connection (the proxy is restarted, so the
   mount's pooled connection is gone): 3 round trips (TCP, TLS, the request) + the bytes
-  asked for / rate. What the design needs on top (the chunk holding the bytes, about
-  64 KiB, must arrive whole to be verified) is printed beside it.
+  asked for / rate. (The design also needs the whole chunk holding the bytes, about
+  64 KiB, to verify them; that is inside the figure, not the limit.)
 Also the local part of a mount: `odrfs mount` of the dist dir as a directory (no network).
 """
 import argparse
@@ -76,6 +76,9 @@ def stop(process):
     except OSError:
         pass
     process.wait(timeout=10)
+    # Never signalled again at cleanup: its process group id may be reused by then.
+    if process.pid in PIDS:
+        PIDS.remove(process.pid)
 
 
 def cleanup():

@@ -12,7 +12,8 @@ import ODRFSCore
 /// released; the rest is dropped. A demand that fails (an origin that lies, a timeout)
 /// changes nothing: its readers wait for the stream, which still verifies every chunk.
 ///
-/// Served one at a time, only from origins that serve ranges: reading a local dist dir's
+/// Served one at a time, reads before speculative ranges (``SpanDemands``), only from
+/// origins that serve ranges: reading a local dist dir's
 /// whole pack again for one range would only compete with the stream.
 extension PackPipeline {
     /// Demands wider than this are cut to it (a read is at most 1 MiB; an open 128 KiB).
@@ -20,7 +21,8 @@ extension PackPipeline {
 
     func serve(_ demands: SpanDemands, of pack: PackDescriptor, table: FrameTable?, chunkMap: PackChunkMap,
                into file: Sink.File, through transfer: PackTransfer<Sink.File>) async {
-        for await range in demands.requests {
+        for await _ in demands.signals {
+            guard let range = demands.next() else { continue }
             defer { demands.served(range) }
             guard origin.servesRanges, !Task.isCancelled else { continue }
             // What is proven by now (the stream passed, another demand brought it) is not

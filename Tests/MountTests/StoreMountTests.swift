@@ -30,11 +30,11 @@ struct StoreMountTests {
             try await fixture.mount(origin: origin.baseURL, store: store)
             #expect(await readThroughMount(fixture.mountpoint + "/big.bin") == Self.big)
             let bigPack = try Self.packPath(fixture, "Big")
-            #expect(origin.requests(of: bigPack).count >= 1)
-            let before = origin.requests(of: bigPack).count
+            #expect(origin.streams(of: bigPack).count >= 1)
+            let before = origin.streams(of: bigPack).count
             try await fixture.mount(at: second, origin: origin.baseURL, store: store)
             #expect(await readThroughMount(second + "/big.bin") == Self.big)
-            #expect(origin.requests(of: bigPack).count == before, "the second mount fetched a pack the store had")
+            #expect(origin.streams(of: bigPack).count == before, "the second mount fetched a pack the store had")
             let bigFile = try fixture.cacheFileName(of: "Big")
             let packs = try FileManager.default.contentsOfDirectory(atPath: store + "/packs")
             #expect(packs.filter { $0 == bigFile }.count == 1)
@@ -54,9 +54,9 @@ struct StoreMountTests {
             try await fixture.mount(at: second, origin: origin.baseURL, store: store)
             let bigPack = try Self.packPath(fixture, "Big")
             #expect(await readThroughMount(fixture.mountpoint + "/big.bin") == Self.big)
-            let fetched = origin.requests(of: bigPack).count
+            let fetched = origin.streams(of: bigPack).count
             #expect(await readThroughMount(second + "/big.bin") == Self.big)
-            #expect(origin.requests(of: bigPack).count == fetched, "the second mount fetched a pack the first had just put in the store")
+            #expect(origin.streams(of: bigPack).count == fetched, "the second mount fetched a pack the first had just put in the store")
             #expect(try fixture.fetches(of: "Big", at: second) == 0)
             #expect(try await fixture.unmount(second).status == 0)
             #expect(try await fixture.unmount().status == 0)

@@ -181,6 +181,20 @@ struct ChunkReleaseTests {
         }
     }
 
+    @Test("ranges readers wait for are served before speculative ones, of which at most 4 wait")
+    func readsGoBeforeSpeculativeRanges() {
+        let demands = SpanDemands()
+        for k in 0..<6 { demands.request(Int64(k * 1000)..<Int64(k * 1000 + 10), speculative: true) }
+        #expect(demands.request(50_000..<50_100))
+        #expect(!demands.request(50_010..<50_020), "a range inside a pending one was asked again")
+        #expect(demands.next() == 50_000..<50_100, "a read waited behind speculative ranges")
+        let rest = [demands.next(), demands.next(), demands.next(), demands.next(), demands.next()]
+        #expect(rest == [0..<10, 1000..<1010, 2000..<2010, 3000..<3010, nil], "speculative ranges past the fourth are kept")
+        #expect(!demands.request(0..<5), "a range being served was asked again")
+        demands.served(0..<10)
+        #expect(demands.request(0..<5))
+    }
+
     @Test("proving demanded bytes: a tampered index chunk or manifest chunk is dropped, the others kept")
     func proofDropsTamperedChunks() throws {
         let content = testBytes(600_000, seed: 44)

@@ -11,6 +11,7 @@ import Testing
     @Test func theHookSendsSettingsThenAWindowUpdate() throws {
         let channel = EmbeddedChannel()
         try HTTP2Windows.open(channel).wait()
+        channel.embeddedEventLoop.run()
         let settings = try #require(try channel.readOutbound(as: HTTP2Frame.self))
         #expect(settings.streamID == .rootStream)
         guard case .settings(.settings(let values)) = settings.payload else {

@@ -81,10 +81,10 @@ extension BundleFileSystem {
         // for its last bytes too, by range alongside the stream (only when the stream is far
         // from them), so that the read of the end after the open does not pay a round trip
         // (and a connection) of its own. It costs about one chunk that the stream brings
-        // again later.
+        // again later, and waits behind any read's range (speculative, at most 4 per pack).
         if extent.size >= Self.tailPrefetchMinimum {
             let end = extent.offset + extent.size
-            manager.demand((end - Self.tailPrefetchBytes)..<end, of: pack, jumped: true)
+            manager.demand((end - Self.tailPrefetchBytes)..<end, of: pack, jumped: true, speculative: true)
         }
     }
 

@@ -195,7 +195,7 @@ final class DownloadCoordinator: Sendable {
 
     /// Asks the download of `pack` for `range` ahead of its stream, when the stream is far
     /// from it and the bytes are not verified yet. A no-op when nothing downloads the pack.
-    func demand(_ range: Range<Int64>, of pack: PackNumber, jumped: Bool = true) {
+    func demand(_ range: Range<Int64>, of pack: PackNumber, jumped: Bool = true, speculative: Bool = false) {
         let threshold = aheadOfStream(jumped: jumped)
         let demands = table.read { state -> SpanDemands? in
             guard let download = state.slots[Int(pack.rawValue)].download,
@@ -203,7 +203,7 @@ final class DownloadCoordinator: Sendable {
                   !(download.file?.isVerified(range) ?? false) else { return nil }
             return download.demands
         }
-        demands?.request(range)
+        demands?.request(range, speculative: speculative)
     }
 
     /// Withdraws a waiter (a FUSE interrupt, a cancelled task): it is resumed with

@@ -26,8 +26,9 @@ extension ResourceManager {
     /// from it, fetch it by range alongside (``SpanDemands``). `jumped`: the read does not
     /// follow the handle's reads before it (see `ReaderTable.ReadCursor`); a sequential read
     /// is fetched ahead only when even the kernel's readahead would not bring the stream there.
-    public func demand(_ range: Range<Int64>, of pack: PackNumber, jumped: Bool = true) {
-        coordinator.demand(range, of: pack, jumped: jumped)
+    /// `speculative`: nobody waits for it yet (see ``SpanDemands``): served after reads.
+    public func demand(_ range: Range<Int64>, of pack: PackNumber, jumped: Bool = true, speculative: Bool = false) {
+        coordinator.demand(range, of: pack, jumped: jumped, speculative: speculative)
     }
 
     /// The slow half of open(): retains `pack` and calls `completion` once the bytes
