@@ -47,6 +47,14 @@ def book(n):
         time.sleep(pause)
 
 
+def end_requests(upstream):
+    """The client sent its last request: so does the proxy."""
+    try:
+        upstream.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+
+
 def requests(client, upstream):
     """Client to origin: hold each chunk DELAY seconds, then forward it."""
     if WAN:
@@ -59,10 +67,7 @@ def requests(client, upstream):
     except OSError:
         pass
     finally:
-        try:
-            upstream.shutdown(socket.SHUT_WR)
-        except OSError:
-            pass
+        end_requests(upstream)
 
 
 def link_requests(client, upstream):
@@ -81,10 +86,7 @@ def link_requests(client, upstream):
         except OSError:
             pass
         finally:
-            try:
-                upstream.shutdown(socket.SHUT_WR)
-            except OSError:
-                pass
+            end_requests(upstream)
 
     sender = threading.Thread(target=forward, daemon=True)
     sender.start()

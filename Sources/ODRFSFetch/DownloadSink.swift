@@ -38,17 +38,14 @@ public protocol DownloadSinkFile: Sendable {
     /// bytes released to readers ahead of the prefix (a range fetched and proven ahead of the
     /// stream): a released byte is never overwritten by one that is not proven.
     func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(FetchError)
-    /// Writes proven `bytes` at `offset`; with `release`, lets readers read them at once
-    /// (``release(verified:)``), in one step with the write as far as ``write(_:at:)`` is
-    /// concerned.
+    /// Writes proven `bytes` at `offset`; with `release`, lets readers of ``readable`` read
+    /// them at once, ahead of the verified prefix, in one step with the write as far as
+    /// ``write(_:at:)`` is concerned.
     func writeVerified(_ bytes: UnsafeRawBufferPointer, at offset: Int64, release: Bool) throws(FetchError)
     /// Sets the file's size: cuts it back to bytes still trusted, or extends it with zeros.
     func resize(to size: Int64) throws(FetchError)
     /// Lets readers of ``readable`` read the first `bytes` bytes, which are verified.
     func release(verifiedUpTo bytes: Int64)
-    /// Lets readers of ``readable`` read `range`, whose bytes are written and verified (by
-    /// the file index's chunk digests), ahead of the verified prefix.
-    func release(verified range: Range<Int64>)
     /// The proven spans (prefix and released ranges) sharing a byte with `range`: what a
     /// range fetched ahead need not fetch again.
     func provenSpans(overlapping range: Range<Int64>) -> [Range<Int64>]

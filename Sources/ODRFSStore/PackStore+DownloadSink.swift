@@ -50,10 +50,6 @@ extension TemporaryFile: DownloadSinkFile {
         do throws(StoreError) { try writeProven(bytes, at: offset, release: release) } catch { throw error.fetchError }
     }
 
-    public func release(verified range: Range<Int64>) {
-        verified?.release(range)
-    }
-
     public func provenSpans(overlapping range: Range<Int64>) -> [Range<Int64>] {
         verified?.provenSpans(overlapping: range) ?? []
     }

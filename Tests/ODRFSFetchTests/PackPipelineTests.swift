@@ -50,7 +50,7 @@ final class RecordingSink: DownloadSink {
 
         func writeVerified(_ bytes: UnsafeRawBufferPointer, at offset: Int64, release: Bool) throws(FetchError) {
             try positioned(bytes, at: offset)
-            if release { self.release(verified: offset..<(offset + Int64(bytes.count))) }
+            if release { aheadReleases.withLock { $0.append(offset..<(offset + Int64(bytes.count))) } }
         }
 
         private func positioned(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(FetchError) {
@@ -58,8 +58,6 @@ final class RecordingSink: DownloadSink {
                 throw FetchError(.localIO, "short write")
             }
         }
-
-        func release(verified range: Range<Int64>) { aheadReleases.withLock { $0.append(range) } }
 
         func provenSpans(overlapping range: Range<Int64>) -> [Range<Int64>] {
             let prefix = releases.withLock { $0.max() ?? 0 }

@@ -139,7 +139,7 @@ extension BundleFileSystem {
         // Only bytes verified in the reader's own file: past them, wait for them (fetched by
         // range when the read jumps far from the pack's stream).
         let deferred: DeferredRequest
-        if reader.file.verifiedBytes >= end || reader.file.isVerified(packOffset..<end) {
+        if reader.file.isVerified(packOffset..<end) {
             request.replyData(fileDescriptor: reader.descriptor, offset: packOffset, count: count)
             return
         }
