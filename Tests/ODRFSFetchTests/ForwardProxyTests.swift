@@ -151,12 +151,14 @@ struct ForwardProxyTests {
     }
 
     /// The read timeout is a third of the deadline: a stall cut only at the deadline leaves no
-    /// time for the second attempt, and the fetch fails.
+    /// time for the second attempt, and the fetch fails. The deadline is generous (a 10 s cut,
+    /// 20 s for the retry): a stop-time CI run under full parallel load once saw a 9 s deadline
+    /// pass with the retry still unanswered.
     @Test(.timingSensitive) func aStalledResponseIsCutAndRetried() async throws {
         try await withFaultOrigin { proxy in
             proxy.setFile(path, file)
             proxy.script(path, [.stall])
-            try await withHTTPOrigin(origin, options: options(proxy: proxy.baseURL, deadline: .seconds(9))) { origin in
+            try await withHTTPOrigin(origin, options: options(proxy: proxy.baseURL, deadline: .seconds(30))) { origin in
                 let received = try await origin.bytes(of: "packs/big.tar", expected: file.count)
                 #expect(received == file)
             }
@@ -171,7 +173,7 @@ struct ForwardProxyTests {
         try await withFaultOrigin { proxy in
             proxy.setFile(path, file)
             proxy.script(path, [.silent])
-            try await withHTTPOrigin(origin, options: options(proxy: proxy.baseURL, deadline: .seconds(9))) { origin in
+            try await withHTTPOrigin(origin, options: options(proxy: proxy.baseURL, deadline: .seconds(30))) { origin in
                 let received = try await origin.bytes(of: "packs/big.tar", expected: file.count)
                 #expect(received == file)
             }
