@@ -33,6 +33,15 @@ WAN = len(sys.argv) > 5 and sys.argv[5] == "wan"
 CHUNK = 1 << 20 if RATE is None else 1 << 16
 LINK = threading.Lock()
 link_free = 0.0
+# LATENCY_PROXY_TRACE=1: one line per chunk each way (time, connection, direction, bytes) on
+# stderr, to see where a request's round trips go.
+TRACE = os.environ.get("LATENCY_PROXY_TRACE") == "1"
+EPOCH = time.monotonic()
+
+
+def trace(client, what, n):
+    if TRACE:
+        print(f"{(time.monotonic() - EPOCH) * 1000:9.1f} ms  conn {client.fileno():3}  {what} {n}", file=sys.stderr, flush=True)
 
 
 def book(n):
@@ -93,6 +102,7 @@ def link_requests(client, upstream):
     first = True
     try:
         while data := client.recv(1 << 16):
+            trace(client, "request chunk", len(data))
             due.put((time.monotonic() + DELAY * (2 if first else 1), data))
             first = False
     except OSError:
@@ -107,6 +117,7 @@ def responses(upstream, client):
     r, w = os.pipe()
     try:
         while n := os.splice(upstream.fileno(), w, CHUNK):
+            trace(client, "response bytes", n)
             if RATE:
                 book(n)
             while n:
@@ -124,6 +135,7 @@ def responses(upstream, client):
 
 
 def handle(client):
+    trace(client, "accepted", 0)
     try:
         upstream = socket.socket()
         if WAN and RATE:

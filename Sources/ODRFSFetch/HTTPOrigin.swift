@@ -38,11 +38,14 @@ import Synchronization
 /// - A bearer token goes to the origin's own scheme, host and port only, never along a
 ///   redirect elsewhere. Neither the token nor the URL's query appears in logs or errors.
 ///
-/// One `HTTPClient` (with a bounded connection pool) per origin. Call ``shutdown()``
-/// before dropping the origin; `deinit` starts a shutdown as a safety net.
+/// Two `HTTPClient`s (each with a bounded connection pool) per origin: the main one, and an
+/// HTTP/1.1 one for ranges readers wait for (``RequestLane``). Call ``shutdown()`` before
+/// dropping the origin; `deinit` starts a shutdown as a safety net.
 public final class HTTPOrigin: ResumableOrigin {
     let address: OriginAddress
     let client: HTTPClient
+    /// Ranges a reader waits for (``RequestLane/reader``): HTTP/1.1, connections of their own.
+    let readerClient: HTTPClient
     /// Where http:// requests go when a proxy is set for them (``send(_:deadline:)``).
     let forwardProxy: ForwardProxyClient?
     /// "Bearer <token>": never logged.
@@ -87,6 +90,10 @@ public final class HTTPOrigin: ResumableOrigin {
         // Before the client: an HTTPClient dropped without a shutdown traps.
         self.forwardProxy = try Self.forwardProxy(for: address, options: options, connectTimeout: connectTimeout, readTimeout: readTimeout)
         self.client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+        var readerConfiguration = configuration
+        readerConfiguration.httpVersion = .http1Only
+        readerConfiguration.http2ConnectionDebugInitializer = nil
+        self.readerClient = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: readerConfiguration)
         self.retry = RetryPolicy(options)
         self.logger = logger
         self.healthRecord = OriginHealth(url: address.displayName)
@@ -97,6 +104,7 @@ public final class HTTPOrigin: ResumableOrigin {
             // HTTPClient traps in debug builds if dropped while running; the shutdown
             // keeps it alive until its connections are closed.
             _ = client.shutdown()
+            _ = readerClient.shutdown()
         }
     }
 
@@ -112,6 +120,7 @@ public final class HTTPOrigin: ResumableOrigin {
         guard first else { return }
         forwardProxy?.shutdown()
         try? await client.shutdown()
+        try? await readerClient.shutdown()
     }
 
     /// Resumes with `Range: bytes=<offset>-` (a mirror taking over another's download).

@@ -12,7 +12,8 @@ import ODRFSCore
 /// released; the rest is dropped. A demand that fails (an origin that lies, a timeout)
 /// changes nothing: its readers wait for the stream, which still verifies every chunk.
 ///
-/// Served one at a time, reads before speculative ranges (``SpanDemands``), only from
+/// Served one at a time, reads before speculative ranges (``SpanDemands``), on the origin's
+/// ``RequestLane/reader`` connections (never queued behind the stream), only from
 /// origins that serve ranges: reading a local dist dir's
 /// whole pack again for one range would only compete with the stream.
 extension PackPipeline {
@@ -32,14 +33,22 @@ extension PackPipeline {
             guard !spans.isEmpty, !Self.covered(range, by: file.provenSpans(overlapping: range)) else { continue }
             do throws(FetchError) {
                 var pieces: [(Int64, [UInt8])] = []
-                let moved = try await PackSpanFetcher(origin: origin).fetch(pack, chunkSize: chunkSize, spans: spans) { offset, bytes in
-                    pieces.append((offset, bytes))
+                // A reader waits on these bytes: a pool of their own, not behind the stream.
+                let fetched = await RequestLane.$current.withValue(.reader) { () async -> Result<Int64, FetchError> in
+                    do throws(FetchError) {
+                        return .success(try await PackSpanFetcher(origin: origin).fetch(pack, chunkSize: chunkSize, spans: spans) { offset, bytes in
+                            pieces.append((offset, bytes))
+                        })
+                    } catch {
+                        return .failure(error)
+                    }
                 }
+                let moved = try fetched.get()
                 wire.add(moved)
                 transfer.tally?.add(moved)
-                let fetched = pieces
+                let arrived = pieces
                 let proven = await FrameDecoder.executor.run { [chunkSize] in
-                    Self.prove(fetched, of: pack, chunkMap: chunkMap, chunkSize: chunkSize.value)
+                    Self.prove(arrived, of: pack, chunkMap: chunkMap, chunkSize: chunkSize.value)
                 }
                 try await transfer.writeAhead(to: file, proven)
                 logger.debug("served a range ahead of the stream", metadata: [

@@ -79,6 +79,7 @@ public final class FaultOrigin: Sendable {
     private struct State {
         var files: [String: [UInt8]] = [:]
         var scripts: [String: [Behaviour]] = [:]
+        var streamScripts: [String: [Behaviour]] = [:]
         var seen: [Seen] = []
         var sent: [String: Int] = [:]
         var connections = 0
@@ -144,6 +145,13 @@ public final class FaultOrigin: Sendable {
         state.withLock { $0.scripts[path] = behaviours }
     }
 
+    /// Behaviours for the next *streams* of `path` (requests without `Range`, or with an
+    /// open-ended one: see ``streams(of:)``), in order; ranges fetched alongside a stream
+    /// (which may reach the origin first) are served as `script` says.
+    public func scriptStreams(_ path: String, _ behaviours: [Behaviour]) {
+        state.withLock { $0.streamScripts[path] = behaviours }
+    }
+
     public var seen: [Seen] { state.withLock { $0.seen } }
 
     /// Connections accepted so far.
@@ -179,7 +187,11 @@ public final class FaultOrigin: Sendable {
                                    target: head.uri, host: head.headers.first(name: "Host"),
                                    proxyAuthorization: head.headers.first(name: "Proxy-Authorization")))
             var behaviour = Behaviour.serve
-            if var script = state.scripts[path], !script.isEmpty {
+            let isStream = head.headers.first(name: "Range").map { $0.hasSuffix("-") } ?? true
+            if isStream, var script = state.streamScripts[path], !script.isEmpty {
+                behaviour = script.removeFirst()
+                state.streamScripts[path] = script
+            } else if var script = state.scripts[path], !script.isEmpty {
                 behaviour = script.removeFirst()
                 state.scripts[path] = script
             }

@@ -136,22 +136,34 @@ struct MountHTTPTests {
         #expect(nginx.packRequests.count == 1 + 2, "Level1 plus the two packs mount installs (base, Level3)")
     }
 
-    @Test("HTTP/2 over TLS: with the connection hook that opens the windows, every request goes over HTTP/2 and every file reads back")
+    @Test("HTTP/2 over TLS: with the connection hook that opens the windows, streams go over HTTP/2, ranges readers wait for over HTTP/1.1 connections of their own, and every file reads back")
     func http2WithOpenWindows() async throws {
         let fixture = try MountFixture()
         try await fixture.buildTestBundle()
         let ca = try await PrivateCA(in: fixture.root + "/ca")
+        // Whole files at 1 MiB/s: big.bin's pack (3 MiB) streams for seconds, so the cold
+        // open's request for its end is served by range while the stream is far from it.
         let nginx = try await onFreePort {
             try await NginxOrigin(serving: fixture.dist, in: fixture.root + "/nginx-\($0)", port: $0,
-                                  tls: (ca.serverCertificate, ca.serverKey), http2: true)
+                                  tls: (ca.serverCertificate, ca.serverKey), http2: true, wholeFileRate: "1m")
         }
         try await fixture.mount(origin: nginx.url, extra: ["--ca-file", ca.certificate])
+        let big = Data(TestBundle.files["big.bin"]!)
+        // The open returns once the end is proven (by range), long before the stream's 3 s.
+        let file = try await HeldFile.open(fixture.mountpoint + "/big.bin")
+        let tail = await file.read(at: Int64(big.count - 65_536), count: 65_536)
+        file.close()
+        #expect(tail == big.suffix(65_536))
         for path in ["big.bin", "levels/1/map.dat", "levels/2/map.dat"] {
             #expect(await readThroughMount(fixture.mountpoint + "/" + path) == Data(TestBundle.files[path]!), "\(path)")
         }
         let log = (try? String(contentsOfFile: nginx.accessLog, encoding: .utf8)) ?? ""
         let lines = log.split(separator: "\n")
-        #expect(!lines.isEmpty && lines.allSatisfy { $0.contains("HTTP/2.0") }, "not every request went over HTTP/2: \(log)")
+        let ranges = lines.filter { $0.contains("\" 206 ") }
+        let whole = lines.filter { !$0.contains("\" 206 ") }
+        #expect(!whole.isEmpty && whole.allSatisfy { $0.contains("HTTP/2.0") }, "not every whole-file request went over HTTP/2: \(log)")
+        #expect(!ranges.isEmpty, "the end of big.bin was not fetched by range: \(log)")
+        #expect(ranges.allSatisfy { $0.contains("HTTP/1.1") }, "a reader's range did not go over HTTP/1.1: \(log)")
         #expect(try await fixture.unmount().status == 0)
     }
 

@@ -58,7 +58,7 @@ struct ProgressiveChunkMountTests {
         try await withFaultOrigin(serving: fixture.dist) { origin in
             let gate = FaultGate()
             defer { gate.open() }
-            origin.script("/" + pack.file, [.pause(after: Int(held), gate: gate)])
+            origin.scriptStreams("/" + pack.file, [.pause(after: Int(held), gate: gate)])
             try await fixture.mount(origin: origin.baseURL)
             let path = fixture.mountpoint + "/big.bin"
             // Well under the 10 s after which a stalled transfer is resumed by a new request
@@ -98,6 +98,33 @@ struct ProgressiveChunkMountTests {
             let sent = origin.bytesSent(of: "/" + pack.file)
             let compressed = Int(table.compressedBytes)
             #expect(sent <= compressed + compressed / 4, "sent \(sent) bytes of a \(compressed)-byte pack")
+        }
+        #expect(try await fixture.unmount().status == 0)
+    }
+
+    @Test("with the stream held before big.bin's first byte, its open returns once its last 64 KiB arrive by range; its start waits for the stream")
+    func openReturnsOnceTheEndIsProven() async throws {
+        let fixture = try MountFixture()
+        let huge = try await Self.build(fixture)
+        let pack = try #require(try fixture.manifest.packs.first { $0.id.rawValue == "Big" })
+        try await withFaultOrigin(serving: fixture.dist) { origin in
+            let gate = FaultGate()
+            defer { gate.open() }
+            origin.scriptStreams("/" + pack.file, [.pause(after: 0, gate: gate)])
+            try await fixture.mount(origin: origin.baseURL)
+            let path = fixture.mountpoint + "/big.bin"
+            // Well under the 10 s after which a stalled stream is resumed by a new request.
+            let held = await Self.finishes(within: .seconds(6)) { try? await HeldFile.open(path) }
+            let file = try #require(held ?? nil, "the open waited for the stream's first bytes, not for whichever end was proven first")
+            defer { file.close() }
+            let tail = await Self.finishes(within: .seconds(6)) { await file.read(at: Int64(Self.hugeSize - 65_536), count: 65_536) }
+            #expect(tail == Data(huge.suffix(65_536)))
+            // The start is not proven: a read of it waits for the stream.
+            let early = await Self.finishes(within: .milliseconds(500)) { await file.read(at: 0, count: 4096) }
+            #expect(early == nil, "the file's first page was served before the stream brought it")
+            gate.open()
+            #expect(await file.read(at: 0, count: 4096) == Data(huge.prefix(4096)))
+            #expect(await readThroughMount(path) == Data(huge))
         }
         #expect(try await fixture.unmount().status == 0)
     }

@@ -59,7 +59,17 @@ extension BundleFileSystem {
     private func openWhenVerified(_ pack: PackNumber, needed: Range<Int64>, file: EntryNumber, inode: InodeNumber, extent: PackExtent,
                                   started: ContinuousClock.Instant, request: DeferredRequest) {
         let waiter = VerifiedFile.makeWaiterID()
-        manager.openReader(pack, needing: needed, waiter: waiter) { [self, manager, logger, readers, index] result in
+        // Archives are read from their end first: a `.zip`'s, `.pk3`'s or `.jar`'s central
+        // directory, read by every engine that opens one. A cold open of a large file asks
+        // for its last bytes too, by range alongside the stream (only when the stream is far
+        // from them), so that the read of the end after the open does not pay a round trip
+        // (and a connection) of its own. It costs about one chunk that the stream brings
+        // again later, and waits behind any read's range (speculative, at most 4 per pack).
+        // Whichever end is proven first lets the open return: on a new HTTP/2 connection the
+        // stream's first bytes come a round trip after the range's (``RequestLane``).
+        let end = extent.offset + extent.size
+        let tail = extent.size >= Self.tailPrefetchMinimum ? (end - Self.tailPrefetchBytes)..<end : nil
+        manager.openReader(pack, needing: needed, orElse: tail, waiter: waiter) { [self, manager, logger, readers, index] result in
             switch result {
             case .success(let reader):
                 let handle = readers.insert(reader, extent: extent)
@@ -76,16 +86,7 @@ extension BundleFileSystem {
             }
         }
         request.onInterrupt { [manager] in manager.cancelWaiter(waiter, on: pack) }
-        // Archives are read from their end first: a `.zip`'s, `.pk3`'s or `.jar`'s central
-        // directory, read by every engine that opens one. A cold open of a large file asks
-        // for its last bytes too, by range alongside the stream (only when the stream is far
-        // from them), so that the read of the end after the open does not pay a round trip
-        // (and a connection) of its own. It costs about one chunk that the stream brings
-        // again later, and waits behind any read's range (speculative, at most 4 per pack).
-        if extent.size >= Self.tailPrefetchMinimum {
-            let end = extent.offset + extent.size
-            manager.demand((end - Self.tailPrefetchBytes)..<end, of: pack, jumped: true, speculative: true)
-        }
+        if let tail { manager.demand(tail, of: pack, jumped: true, speculative: true) }
     }
 
     /// Files this large get their last bytes asked for at a cold open.

@@ -21,7 +21,7 @@ extension DownloadCoordinator {
                 var ready: [Waiter] = []
                 for (id, waiter) in download.waiters {
                     // Bytes verified in the prefix or released ahead of it (a chunk, a range).
-                    guard let needed = waiter.needed, progress.file.isVerified(needed) else { continue }
+                    guard waiter.isReady(in: progress.file) else { continue }
                     download.waiters.removeValue(forKey: id)
                     download.earlyReaders += 1
                     ready.append(waiter)

@@ -37,7 +37,20 @@ final class DownloadCoordinator: Sendable {
         /// Resume once these bytes of the pack are verified (progressive open: the file's first
         /// bytes, wherever they lie), instead of when the whole pack is published.
         var needed: Range<Int64>?
+        /// Or once these are (a large file's last bytes, asked for at its open: whichever
+        /// part of the file is proven first lets the open return; reads wait for their own bytes).
+        var orElse: Range<Int64>? = nil
         var resume: @Sendable (Result<VerifiedFile?, FetchError>) -> Void
+
+        /// Whether `file` holds what this waiter waits for (never, when it waits for the whole pack).
+        func isReady(in file: VerifiedFile) -> Bool {
+            Self.isReady(needed: needed, orElse: orElse, in: file)
+        }
+
+        static func isReady(needed: Range<Int64>?, orElse: Range<Int64>?, in file: VerifiedFile) -> Bool {
+            guard let needed else { return false }
+            return file.isVerified(needed) || orElse.map { file.isVerified($0) } == true
+        }
     }
 
     /// A download in flight, kept in its pack's slot.
@@ -127,12 +140,13 @@ final class DownloadCoordinator: Sendable {
         return try result.get()
     }
 
-    /// Joins (or starts) the download of `pack`. Returns `.ready` when no wait is needed;
+    /// Joins (or starts) the download of `pack`. Returns `.ready` when no wait is needed
+    /// (the pack is local, or the bytes `needed`, or `orElse`, are verified in its download);
     /// otherwise `resume` is called exactly once later (or now, from this thread, if the
     /// pack became ready meanwhile). Withdraw with `cancelWaiter`.
     func join(
-        _ pack: PackNumber, retains: Bool, priority: DownloadPriority, needed: Range<Int64>?, startIfNeeded: Bool,
-        registers: Bool = true,
+        _ pack: PackNumber, retains: Bool, priority: DownloadPriority, needed: Range<Int64>?, orElse: Range<Int64>? = nil,
+        startIfNeeded: Bool, registers: Bool = true,
         waiter waiterID: UInt64, resume: @escaping @Sendable (Result<VerifiedFile?, FetchError>) -> Void
     ) -> JoinOutcome {
         let index = Int(pack.rawValue)
@@ -145,7 +159,8 @@ final class DownloadCoordinator: Sendable {
                 // Its kept descriptor, if any (`CacheLedger+KeptFiles.swift`); else the reader opens it.
                 return .ready(state.keptFile(index))
             }
-            if let needed, let download = state.slots[index].download, let file = download.file, file.isVerified(needed) {
+            if let download = state.slots[index].download, let file = download.file,
+               Waiter.isReady(needed: needed, orElse: orElse, in: file) {
                 // The bytes this reader needs are already proven in the file being written.
                 state.updateDownload(index) { $0.earlyReaders += 1 }
                 if retains { crossedInUse = state.retain(index, at: now) || crossedInUse }
@@ -154,7 +169,7 @@ final class DownloadCoordinator: Sendable {
             guard registers else { return .unavailable }
             if state.slots[index].download == nil && !startIfNeeded { return .unavailable }
             // An open (urgent) counts as waiting until resumed: background downloads step aside.
-            let waiter = Waiter(retains: retains, needed: needed, resume: priority == .urgent ? foreground.track(resume) : resume)
+            let waiter = Waiter(retains: retains, needed: needed, orElse: orElse, resume: priority == .urgent ? foreground.track(resume) : resume)
             if state.slots[index].download == nil {
                 // Reserve before starting, so concurrent downloads cannot overshoot together.
                 state.reserve(index, for: Download(waiters: [waiterID: waiter], priority: priority, ticket: queue.makeTicket()))

@@ -35,9 +35,11 @@ extension ResourceManager {
     /// `needed` are downloaded *and* verified (by the manifest's chunk hashes or the index's
     /// chunk digests) — from the I/O thread that verified them, or from this thread if they
     /// already are. Bytes far ahead of the pack's stream are fetched by range. Withdraw with
-    /// `cancelWaiter(waiter, on: pack)`; `completion` then gets `.cancelled`.
+    /// `cancelWaiter(waiter, on: pack)`; `completion` then gets `.cancelled`. With `orElse`,
+    /// the bytes `orElse` verified first will do as well (a large file's end, asked for at its
+    /// open, may arrive by range before the stream brings its start).
     public func openReader(
-        _ pack: PackNumber, needing needed: Range<Int64>, priority: DownloadPriority = .urgent, waiter: UInt64,
+        _ pack: PackNumber, needing needed: Range<Int64>, orElse: Range<Int64>? = nil, priority: DownloadPriority = .urgent, waiter: UInt64,
         retryIfMissing: Bool = true,
         completion: @escaping @Sendable (Result<PackReader, FetchError>) -> Void
     ) {
@@ -54,12 +56,12 @@ extension ResourceManager {
                 completion(.success(reader))
             case .failure(let error) where error.kind == .notFound && retryIfMissing:
                 // The published copy vanished (deleted by hand) and is marked missing: fetch it again, once.
-                openReader(pack, needing: needed, priority: priority, waiter: waiter, retryIfMissing: false, completion: completion)
+                openReader(pack, needing: needed, orElse: orElse, priority: priority, waiter: waiter, retryIfMissing: false, completion: completion)
             case .failure(let error):
                 completion(.failure(error.kind == .notFound ? FetchError(.localIO, error.message) : error))
             }
         }
-        switch coordinator.join(pack, retains: true, priority: priority, needed: needed, startIfNeeded: true, waiter: waiter, resume: resume) {
+        switch coordinator.join(pack, retains: true, priority: priority, needed: needed, orElse: orElse, startIfNeeded: true, waiter: waiter, resume: resume) {
         case .ready(let file): resume(.success(file))
         case .waiting: break
         case .unavailable: completion(.failure(FetchError(.corrupt, "pack '\(manifest.pack(pack).id)' is not available")))

@@ -11,12 +11,14 @@ final class NginxOrigin {
     private let directory: String
 
     /// Set when nginx speaks TLS with this certificate and key (see ``PrivateCA``).
+    /// `wholeFileRate` (an nginx rate, "512k"), if given, slows every request without a
+    /// `Range` header to it: a pack's stream stays far from a large file's end.
     let tls: (certificate: String, key: String)?
 
     var url: String { "\(tls == nil ? "http" : "https")://127.0.0.1:\(port)/" }
 
     init(serving dist: String, in directory: String, port: Int = Int.random(in: 20_000..<60_000),
-         tls: (certificate: String, key: String)? = nil, http2: Bool = false) async throws {
+         tls: (certificate: String, key: String)? = nil, http2: Bool = false, wholeFileRate: String? = nil) async throws {
         self.directory = directory
         self.tls = tls
         accessLog = directory + "/access.log"
@@ -26,7 +28,10 @@ final class NginxOrigin {
             server: """
                 \(tls.map { "ssl_certificate \($0.certificate); ssl_certificate_key \($0.key);" } ?? "")
                 root \(dist);
-                location / { try_files $uri =404; }
+                location / {
+                    \(wholeFileRate.map { "if ($http_range = \"\") { set $limit_rate \($0); }" } ?? "")
+                    try_files $uri =404;
+                }
                 """)
     }
 
