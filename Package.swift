@@ -184,11 +184,14 @@ let package = Package(
         ),
         // The commit the binary was built from, for `odrfs --version` (a C string define).
         .target(name: "CBuildInfo", cSettings: [.define("ODRFS_BUILD_COMMIT", to: "\"\(buildCommit)\"")]),
+        // `odrfs mount` forks its daemon before main, while the process has one thread.
+        .target(name: "CEarlyFork"),
         // The `odrfs` command line: one ParsableCommand per file.
         .executableTarget(
             name: "odrfs",
             dependencies: [
                 "CBuildInfo",
+                "CEarlyFork",
                 "ODRFSCore",
                 "ODRFSBuild",
                 "ODRFSStore",

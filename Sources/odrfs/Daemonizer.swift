@@ -1,4 +1,5 @@
 import ArgumentParser
+import CEarlyFork
 import Foundation
 import ODRFSMount
 import ODRFSStore
@@ -6,10 +7,14 @@ import ODRFSStore
 /// Starts the mount daemon in the background and waits until it reports readiness.
 ///
 /// A Swift process must not `fork()` once threads exist (the runtime, Dispatch and
-/// libfuse all start them), so the daemon is a fresh copy of this executable started
-/// with `posix_spawn`, running `mount --foreground`. It reports "ready" or "error: …" on an
-/// inherited pipe; this process exits 0 or prints the error and exits 1. If the daemon
-/// dies without a word, its log is pointed to.
+/// libfuse all start them). So `odrfs mount` forks before `main`, in a C constructor
+/// (`CEarlyFork`), while it has one thread: the child goes on as the daemon
+/// (``becomeDaemon(_:reportingTo:)``), the parent only waits for its word
+/// (``awaitEarlyDaemon(_:pid:)``). Where that fork did not happen (ODRFS_NO_EARLY_FORK, or
+/// a library had started a thread), the daemon is a fresh copy of this executable started
+/// with `posix_spawn`, running `mount --foreground` (``startDaemon(configuration:logLevel:)``).
+/// Either way the daemon reports "ready" or "error: …" on a pipe; the waiting process exits 0
+/// or prints the error and exits 1. If the daemon dies without a word, its log is pointed to.
 ///
 /// The daemon starts in this process's process group and leaves it for a session of its
 /// own (`setsid`, detaching it from the terminal) only once the mount is ready: under
@@ -59,6 +64,67 @@ enum Daemonizer {
         throw failure("the mount daemon exited before the mount was ready (status \(status)); see \(logFile)")
     }
 
+    /// In the parent of the early fork: the pipe to wait on and the daemon's pid.
+    static var earlyDaemon: (descriptor: Int32, pid: pid_t)? {
+        let descriptor = odrfs_early_fork_waiter_descriptor()
+        return descriptor >= 0 ? (descriptor, odrfs_early_fork_daemon_pid()) : nil
+    }
+
+    /// In the daemon the early fork made: the pipe to report readiness on.
+    static var earlyReadyDescriptor: Int32? {
+        let descriptor = odrfs_early_fork_ready_descriptor()
+        return descriptor >= 0 ? descriptor : nil
+    }
+
+    /// The parent of the early fork: waits for the daemon's word and exits. Exits 0 on
+    /// "ready"; prints the error and exits 1 on "error: …". A daemon that exits without a
+    /// word before it took its log (bad arguments) has said why on this terminal: its status
+    /// is passed on. One that dies later is pointed to its log.
+    static func awaitEarlyDaemon(_ descriptor: Int32, pid: pid_t) -> Never {
+        var logFile: String?
+        let reply = readReply(descriptor) { line in
+            if line.hasPrefix("log ") { logFile = String(line.dropFirst(4)) }
+        }
+        if reply.hasPrefix("ready") { exit(0) }
+        if reply.hasPrefix("error: ") {
+            let message = reply.dropFirst("error: ".count).trimmingCharacters(in: .whitespacesAndNewlines)
+            FileHandle.standardError.write(Data("odrfs mount: \(message)\n".utf8))
+            _ = waitpid(pid, nil, 0)
+            exit(1)
+        }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let exited = status & 0x7f == 0
+        let code = (status >> 8) & 0xff
+        if exited && logFile == nil { exit(code) }
+        let how = exited ? "status \(code)" : "signal \(status & 0x7f)"
+        FileHandle.standardError.write(Data("odrfs mount: the mount daemon exited before the mount was ready (\(how)); see \(logFile ?? "its log")\n".utf8))
+        exit(exited && code != 0 ? code : 1)
+    }
+
+    /// The daemon of the early fork, once its configuration is known: tells the parent where
+    /// it logs, then leaves the terminal (stdin from /dev/null, stdout and stderr to the log),
+    /// as a spawned daemon starts. Returns the descriptor to report readiness on.
+    static func becomeDaemon(_ configuration: MountConfiguration, reportingTo descriptor: Int32) throws -> Int32 {
+        let layout = configuration.storage.layout
+        try FileManager.default.createDirectory(atPath: layout.bundleRoot, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        let logFile = layout.logFile
+        let log = open(logFile, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        guard log >= 0 else { throw failure("cannot open the log \(logFile): \(String(cString: strerror(errno)))") }
+        let input = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        let line = "log \(logFile)\n"
+        _ = line.withCString { write(descriptor, $0, strlen($0)) }
+        if input >= 0 {
+            _ = dup2(input, 0)
+            close(input)
+        }
+        _ = dup2(log, 1)
+        _ = dup2(log, 2)
+        close(log)
+        return descriptor
+    }
+
     /// A pipe holding `configuration` as JSON, write end closed; returns the read end
     /// (inheritable) for the daemon. Configurations are small: the pipe buffer holds it.
     private static func writeConfiguration(_ configuration: MountConfiguration) throws -> Int32 {
@@ -94,8 +160,9 @@ enum Daemonizer {
     }
 
     /// Reads the daemon's lines until "ready" or "error: …" (or EOF), drawing
-    /// "progress DONE TOTAL" lines as a progress bar when stderr is a terminal.
-    private static func readReply(_ descriptor: Int32) -> String {
+    /// "progress DONE TOTAL" lines as a progress bar when stderr is a terminal; "log PATH"
+    /// lines go to `note`.
+    private static func readReply(_ descriptor: Int32, note: (String) -> Void = { _ in }) -> String {
         let bar = ProgressDisplay(output: .standardError, linesWhenNotTerminal: false)
         var pending: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -110,6 +177,10 @@ enum Daemonizer {
                 let fields = line.split(separator: " ")
                 if fields.first == "progress", fields.count == 3, let done = Int64(fields[1]), let total = Int64(fields[2]) {
                     bar.update(completed: done, total: total)
+                    continue
+                }
+                if fields.first == "log" {
+                    note(line)
                     continue
                 }
                 bar.finish()

@@ -227,12 +227,18 @@ struct MountCommand: AsyncParsableCommand {
             // Every local user reads the mount; its cache, log and runtime state stay root's.
             try Self.makePrivate(configuration.storage.root)
         }
+        // Who waits for this mount to be ready: nobody (--foreground), the `odrfs mount` that
+        // spawned this daemon (--ready-fd), or the parent of the early fork (see Daemonizer).
+        var reportTo = readyFd
         if !foreground {
-            try Daemonizer.startDaemon(configuration: configuration, logLevel: logging.logLevel)
-            return
+            guard let early = Daemonizer.earlyReadyDescriptor else {
+                try Daemonizer.startDaemon(configuration: configuration, logLevel: logging.logLevel)
+                return
+            }
+            reportTo = try Daemonizer.becomeDaemon(configuration, reportingTo: early)
         }
         let logger = logging.makeLogger(label: "odrfs.mount")
-        let readiness = ReadinessReporter(descriptor: readyFd)
+        let readiness = ReadinessReporter(descriptor: reportTo)
         // Before the daemon makes its metric handles.
         let metrics = InsightOptions.bootstrapMetrics(configuration)
         let daemon: MountDaemon
@@ -257,7 +263,7 @@ struct MountCommand: AsyncParsableCommand {
                 readiness.succeed()
                 // A spawned daemon leaves the caller's process group (the automounter's,
                 // under autofs) only now that its mount is ready: see Daemonizer.
-                if readyFd != nil { _ = setsid() }
+                if readiness.descriptor != nil { _ = setsid() }
             case .failure(let error):
                 logger.error("mount failed", metadata: ["error": "\(error)"])
                 readiness.fail("\(error)")

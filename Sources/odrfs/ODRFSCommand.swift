@@ -30,6 +30,8 @@ struct ODRFSCommand: AsyncParsableCommand {
     /// ArgumentParser's own main, except that `odrfs probe` exits with 2 (not 64) on bad
     /// arguments: its contract is 0 mountable, 1 not, 2 usage, like `cvmfs_config probe`.
     static func main() async {
+        // The parent of `odrfs mount`'s early fork only waits for its daemon (see Daemonizer).
+        if let daemon = Daemonizer.earlyDaemon { Daemonizer.awaitEarlyDaemon(daemon.descriptor, pid: daemon.pid) }
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? any AsyncParsableCommand {
