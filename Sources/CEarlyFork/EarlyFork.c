@@ -32,16 +32,51 @@ int odrfs_early_fork_waiter_descriptor(void) { return waiter_descriptor; }
 pid_t odrfs_early_fork_daemon_pid(void) { return daemon_pid; }
 int odrfs_early_fork_ready_descriptor(void) { return ready_descriptor; }
 
-/// Whether argv asks for a background `odrfs mount`.
-static int wants_background_mount(int argc, char **argv) {
-    if (argc < 2 || argv == NULL || argv[1] == NULL || strcmp(argv[1], "mount") != 0) return 0;
-    for (int i = 2; i < argc && argv[i] != NULL; i++) {
-        const char *argument = argv[i];
+/// Whether the command line (from /proc/self/cmdline: constructor arguments are a glibc
+/// extension) asks for a background `odrfs mount`. A command line too long for the buffer
+/// counts as no: the daemon is then spawned.
+static int wants_background_mount(void) {
+    static char text[65536];
+    int descriptor = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (descriptor < 0) return 0;
+    size_t length = 0;
+    for (;;) {
+        ssize_t count = read(descriptor, text + length, sizeof text - 1 - length);
+        if (count <= 0) break;
+        length += (size_t)count;
+        if (length == sizeof text - 1) {
+            close(descriptor);
+            return 0;
+        }
+    }
+    close(descriptor);
+    text[length] = '\0';
+    // Arguments are NUL-separated; argv[0] first.
+    const char *end = text + length;
+    const char *argument = text + strlen(text) + 1;
+    if (argument >= end || strcmp(argument, "mount") != 0) return 0;
+    for (argument += strlen(argument) + 1; argument < end; argument += strlen(argument) + 1) {
         if (strcmp(argument, "--") == 0) break;
         if (strcmp(argument, "--foreground") == 0 || strncmp(argument, "--ready-fd", 10) == 0
             || strncmp(argument, "--configuration-fd", 18) == 0 || strcmp(argument, "-h") == 0
             || strcmp(argument, "--help") == 0 || strcmp(argument, "--help-hidden") == 0
             || strcmp(argument, "--version") == 0 || strncmp(argument, "--experimental-", 15) == 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/// Opens /dev/null on each of descriptors 0, 1 and 2 that the caller left closed. Otherwise
+/// the pipe, or a descriptor the runtime opens later (Dispatch's epoll), would take one of
+/// those numbers, and the daemon's redirection of its stdio onto them would close it.
+static int fill_standard_descriptors(void) {
+    for (int standard = 0; standard <= 2; standard++) {
+        if (fcntl(standard, F_GETFD) >= 0) continue;
+        int descriptor = open("/dev/null", O_RDWR);
+        if (descriptor < 0) return 0;
+        if (descriptor != standard) {
+            close(descriptor);
             return 0;
         }
     }
@@ -68,9 +103,11 @@ static int is_single_threaded(void) {
     return strtol(field + 1, NULL, 10) == 1;
 }
 
-__attribute__((constructor)) static void odrfs_early_fork(int argc, char **argv, char **envp) {
-    (void)envp;
-    if (!wants_background_mount(argc, argv) || getenv("ODRFS_NO_EARLY_FORK") != NULL || !is_single_threaded()) return;
+__attribute__((constructor)) static void odrfs_early_fork(void) {
+    if (getenv("ODRFS_NO_EARLY_FORK") != NULL || !wants_background_mount() || !is_single_threaded()
+        || !fill_standard_descriptors()) {
+        return;
+    }
     int ends[2];
     if (pipe2(ends, O_CLOEXEC) != 0) return;  // `odrfs mount` spawns its daemon instead
     pid_t pid = fork();
@@ -94,4 +131,7 @@ __attribute__((constructor)) static void odrfs_early_fork(int argc, char **argv,
     close(ends[1]);
     waiter_descriptor = ends[0];
     daemon_pid = pid;
+    // The parent reaps the daemon for its exit status: a SIGCHLD ignored by whoever started
+    // this process (it survives exec) would make waitpid fail and the status read as 0.
+    signal(SIGCHLD, SIG_DFL);
 }

@@ -21,7 +21,8 @@ public struct OriginOptions: Sendable, Codable {
     public var lowSpeedLimit: ByteCount = Self.defaultLowSpeedLimit
     /// 1 KiB/s, as `--low-speed-limit` defaults.
     public static let defaultLowSpeedLimit = ByteCount.kibibytes(1)
-    /// The most connections open to the origin at once; further requests queue.
+    /// The most connections each of the origin's pools opens at once (the main pool, and the
+    /// HTTP/1.1 pool of ranges readers wait for: ``RequestLane``); further requests queue.
     public var maxConnections: Int
     /// How long one TCP connect may take. A host that drops packets (no answer at all)
     /// costs this much per attempt.

@@ -93,7 +93,12 @@ enum Daemonizer {
             exit(1)
         }
         var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        var reaped = waitpid(pid, &status, 0)
+        while reaped < 0 && errno == EINTR { reaped = waitpid(pid, &status, 0) }
+        guard reaped == pid else {
+            FileHandle.standardError.write(Data("odrfs mount: the mount daemon exited before the mount was ready; see \(logFile ?? "its log")\n".utf8))
+            exit(1)
+        }
         let exited = status & 0x7f == 0
         let code = (status >> 8) & 0xff
         if exited && logFile == nil { exit(code) }
@@ -110,18 +115,19 @@ enum Daemonizer {
         try FileManager.default.createDirectory(atPath: layout.bundleRoot, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
         let logFile = layout.logFile
+        // Descriptors 0-2 are open here (the constructor filled any the caller had closed), so
+        // these land above them and the dup2s below never close one they still need.
         let log = open(logFile, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
-        guard log >= 0 else { throw failure("cannot open the log \(logFile): \(String(cString: strerror(errno)))") }
+        guard log > 2 else { throw failure("cannot open the log \(logFile): \(String(cString: strerror(errno)))") }
+        defer { close(log) }
         let input = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        guard input > 2 else { throw failure("cannot open /dev/null: \(String(cString: strerror(errno)))") }
+        defer { close(input) }
         let line = "log \(logFile)\n"
         _ = line.withCString { write(descriptor, $0, strlen($0)) }
-        if input >= 0 {
-            _ = dup2(input, 0)
-            close(input)
+        guard dup2(input, 0) == 0, dup2(log, 1) == 1, dup2(log, 2) == 2 else {
+            throw failure("cannot point the daemon's output at \(logFile): \(String(cString: strerror(errno)))")
         }
-        _ = dup2(log, 1)
-        _ = dup2(log, 2)
-        close(log)
         return descriptor
     }
 

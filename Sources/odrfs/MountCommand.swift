@@ -50,7 +50,7 @@ struct MountCommand: AsyncParsableCommand {
     @Option(name: .long, help: "A PEM file of CA certificates to trust for an https:// origin, besides the system store.")
     var caFile: String?
 
-    @Option(name: .long, help: "Seconds a fetch may go without progress before the waiting open() fails with EIO.")
+    @Option(name: .long, help: "Seconds a fetch may go without progress before the waiting open() or read() fails with EIO.")
     var fetchTimeout: Double = 30
 
     @Option(name: .long, help: "A transfer slower than this many bytes per second (e.g. 1K, 10K; 0 turns it off) counts as no progress toward --fetch-timeout, across retries, as curl's --speed-limit and CernVM-FS's CVMFS_LOW_SPEED_LIMIT do (default 1K).")

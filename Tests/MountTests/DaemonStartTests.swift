@@ -13,6 +13,12 @@ struct DaemonStartTests {
         return data.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
     }
 
+    /// Processes whose command line mentions `text`.
+    static func processes(mentioning text: String) -> [pid_t] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap { pid_t($0) }.filter { arguments(of: $0).contains { $0.contains(text) } }
+    }
+
     /// The session id of `pid` (/proc/PID/stat's 6th field, counted after the command name).
     static func session(of pid: pid_t) -> pid_t? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
@@ -62,5 +68,28 @@ struct DaemonStartTests {
         #expect(missing.stderr.contains("odrfs mount: ") && missing.stderr.contains("no-such-dist"), "\(missing.stderr)")
         // Nothing is left running: neither a daemon nor a mount.
         #expect(fixture.daemonPID() == nil)
+    }
+
+    @Test("a caller that closed stdin and stdout still gets a mount (the fork fills descriptors 0-2), and one that ignores SIGCHLD still gets the daemon's status")
+    func closedDescriptorsAndIgnoredChildren() async throws {
+        let fixture = try MountFixture()
+        try await fixture.buildTestBundle()
+        let odrfs = MountFixture.binary
+        let closed = try await Command.run("/bin/sh", ["-c", "exec \"$0\" mount \"$1\" \"$2\" --cache \"$3\" <&- >&-",
+                                                       odrfs, fixture.dist, fixture.mountpoint, fixture.cache], timeout: .seconds(30))
+        #expect(closed.status == 0, "\(closed.status) \(closed.stderr)")
+        if closed.status != 0 {
+            // A daemon that hung before it wrote its pid file: stopped here, by its PID.
+            for pid in Self.processes(mentioning: fixture.cache) { kill(pid, SIGKILL) }
+        } else {
+            fixture.adopt(fixture.mountpoint)
+            #expect(await readThroughMount(fixture.mountpoint + "/levels/1/map.dat") == Data(TestBundle.files["levels/1/map.dat"]!))
+            #expect(try await fixture.unmount().status == 0)
+        }
+        let ignored = try await Command.run("/bin/sh", ["-c", "trap '' CHLD; exec \"$0\" mount \"$1\" \"$2\" --cache-size lots",
+                                                        odrfs, fixture.dist, fixture.mountpoint], timeout: .seconds(30))
+        #expect(ignored.status == 64, "\(ignored.status) \(ignored.stderr)")
+        let help = try await fixture.odrfs(["mount", "--help"])
+        #expect(help.status == 0 && help.output.contains("USAGE"), "\(help.status) \(help.stderr)")
     }
 }

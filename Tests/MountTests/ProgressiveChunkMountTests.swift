@@ -111,7 +111,9 @@ struct ProgressiveChunkMountTests {
             let gate = FaultGate()
             defer { gate.open() }
             origin.scriptStreams("/" + pack.file, [.pause(after: 0, gate: gate)])
-            try await fixture.mount(origin: origin.baseURL)
+            // A 20 s read timeout: the held stream is not cut and resumed within this test's
+            // waits, however loaded the machine.
+            try await fixture.mount(origin: origin.baseURL, extra: ["--fetch-timeout", "60"])
             let path = fixture.mountpoint + "/big.bin"
             // Well under the 10 s after which a stalled stream is resumed by a new request.
             let held = await Self.finishes(within: .seconds(6)) { try? await HeldFile.open(path) }

@@ -37,15 +37,18 @@ extension BundleFileSystem {
             // released as soon as it matches the index; fetched by range if the pack's stream
             // is far from it).
             let needed = extent.offset..<(extent.offset + min(extent.size, Self.progressiveOpenBytes))
+            // Or, for a large file, its end (see openWhenVerified): whichever is proven first.
+            let end = extent.offset + extent.size
+            let tail = extent.size >= Self.tailPrefetchMinimum ? (end - Self.tailPrefetchBytes)..<end : nil
             manager.noteAccess(pack, cause: .open, file: index.path(of: number))
-            if let reader = manager.openReaderIfReady(pack, needing: needed) {
+            if let reader = manager.openReaderIfReady(pack, needing: needed, orElse: tail) {
                 let handle = readers.insert(reader, extent: extent)
                 let options = openOptions(inode: inode, handle: handle, pack: pack, extent: extent, passthrough: request.passthrough)
                 request.replyOpen(handle: handle, options: options)
                 manager.metrics.recordOpen(warm: true, since: started)
                 return
             }
-            openWhenVerified(pack, needed: needed, file: number, inode: inode, extent: extent, started: started, request: request.detach())
+            openWhenVerified(pack, needed: needed, orElse: tail, file: number, inode: inode, extent: extent, started: started, request: request.detach())
         }
     }
 
@@ -56,7 +59,7 @@ extension BundleFileSystem {
     /// The slow path of open(): answered by the resource manager's callback once the
     /// file's first bytes are verified (the rest of the pack may still be streaming in),
     /// on whichever thread verified them; an interrupt answers EINTR from its own path.
-    private func openWhenVerified(_ pack: PackNumber, needed: Range<Int64>, file: EntryNumber, inode: InodeNumber, extent: PackExtent,
+    private func openWhenVerified(_ pack: PackNumber, needed: Range<Int64>, orElse tail: Range<Int64>?, file: EntryNumber, inode: InodeNumber, extent: PackExtent,
                                   started: ContinuousClock.Instant, request: DeferredRequest) {
         let waiter = VerifiedFile.makeWaiterID()
         // Archives are read from their end first: a `.zip`'s, `.pk3`'s or `.jar`'s central
@@ -67,8 +70,6 @@ extension BundleFileSystem {
         // again later, and waits behind any read's range (speculative, at most 4 per pack).
         // Whichever end is proven first lets the open return: on a new HTTP/2 connection the
         // stream's first bytes come a round trip after the range's (``RequestLane``).
-        let end = extent.offset + extent.size
-        let tail = extent.size >= Self.tailPrefetchMinimum ? (end - Self.tailPrefetchBytes)..<end : nil
         manager.openReader(pack, needing: needed, orElse: tail, waiter: waiter) { [self, manager, logger, readers, index] result in
             switch result {
             case .success(let reader):

@@ -5,14 +5,14 @@ import ODRFSStore
 
 extension ResourceManager {
     /// The fast half of open(), for the FUSE thread: if `pack` is local, or downloading
-    /// with the bytes `needed` (the file's first bytes) already verified, retains it and
+    /// with the bytes `needed` (the file's first bytes), or `orElse`, already verified, retains it and
     /// returns a reader; otherwise nil with nothing retained or started. Most opens of a pack
     /// that is streaming in find their bytes already there.
     ///
     /// Opening a published pack is one `open(2)` of a local file; done on the caller's
     /// thread (a FUSE worker or an I/O thread, never the cooperative pool).
-    public func openReaderIfReady(_ pack: PackNumber, needing needed: Range<Int64>) -> PackReader? {
-        guard case .ready(let file) = coordinator.join(pack, retains: true, priority: .urgent, needed: needed, startIfNeeded: false,
+    public func openReaderIfReady(_ pack: PackNumber, needing needed: Range<Int64>, orElse: Range<Int64>? = nil) -> PackReader? {
+        guard case .ready(let file) = coordinator.join(pack, retains: true, priority: .urgent, needed: needed, orElse: orElse, startIfNeeded: false,
                                             registers: false, waiter: 0, resume: { _ in }) else { return nil }
         return try? makeReader(pack, file: file).get()
     }

@@ -71,6 +71,12 @@ final class MountFixture {
         return Task { try await Command.run(binary, arguments, timeout: .seconds(60)) }
     }
 
+    /// A mount made outside ``mount(at:origin:extra:environment:store:)`` (by a shell, say),
+    /// unmounted at teardown like the others.
+    func adopt(_ mountpoint: String) {
+        mountedAt.append(mountpoint)
+    }
+
     func unmount(_ mountpoint: String? = nil) async throws -> CommandResult {
         let target = mountpoint ?? self.mountpoint
         let result = try await odrfs(["unmount", target])
