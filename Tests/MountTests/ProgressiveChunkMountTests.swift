@@ -1,7 +1,6 @@
 import Foundation
 import FaultOriginSupport
 import ODRFSCore
-import Synchronization
 import TestSupport
 import Testing
 
@@ -22,18 +21,6 @@ struct ProgressiveChunkMountTests {
         let result = try await fixture.odrfs(["build", fixture.source, "-o", fixture.dist])
         try #require(result.status == 0, "\(result.stderr)")
         return huge
-    }
-
-    /// Runs `body` on its own task, waits up to `timeout` for it, and says whether it finished.
-    static func finishes<T: Sendable>(within timeout: Duration, _ body: @escaping @Sendable () async -> T) async -> T? {
-        let result = Mutex<T?>(nil)
-        let task = Task { let value = await body(); result.withLock { $0 = value } }
-        let deadline = ContinuousClock.now + timeout
-        while result.withLock({ $0 }) == nil && ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        _ = task
-        return result.withLock { $0 }
     }
 
     @Test("with the stream held inside the first 1 MiB chunk, big.bin's first page is served; its last 64 KiB come by Range; the pack then publishes whole")
@@ -63,7 +50,7 @@ struct ProgressiveChunkMountTests {
             let path = fixture.mountpoint + "/big.bin"
             // Well under the 10 s after which a stalled transfer is resumed by a new request
             // (which this origin would serve): only a release per chunk answers in time.
-            let first = await Self.finishes(within: .seconds(6)) { () -> Data? in
+            let first = await finishes(within: .seconds(6)) { () -> Data? in
                 guard let file = try? await HeldFile.open(path) else { return nil }
                 defer { file.close() }
                 return await file.read(upTo: 4096)
@@ -74,7 +61,7 @@ struct ProgressiveChunkMountTests {
                 origin.requests(of: "/" + pack.file).contains { $0.range.map { !$0.hasSuffix("-") } ?? false }
             }
             #expect(asked, "the cold open of a large file did not ask for its last bytes")
-            let tail = await Self.finishes(within: .seconds(6)) { () -> Data? in
+            let tail = await finishes(within: .seconds(6)) { () -> Data? in
                 guard let file = try? await HeldFile.open(path) else { return nil }
                 defer { file.close() }
                 return await file.read(at: Int64(Self.hugeSize - 65_536), count: 65_536)
@@ -85,7 +72,7 @@ struct ProgressiveChunkMountTests {
             // A read that jumps into the middle of the file (12 MiB) while the stream is still
             // held: fetched by range at the read, not by the open.
             let middle = Int64(12 << 20)
-            let inside = await Self.finishes(within: .seconds(6)) { () -> Data? in
+            let inside = await finishes(within: .seconds(6)) { () -> Data? in
                 guard let file = try? await HeldFile.open(path) else { return nil }
                 defer { file.close() }
                 return await file.read(at: middle, count: 131_072)
@@ -116,13 +103,13 @@ struct ProgressiveChunkMountTests {
             try await fixture.mount(origin: origin.baseURL, extra: ["--fetch-timeout", "60"])
             let path = fixture.mountpoint + "/big.bin"
             // Well under the 10 s after which a stalled stream is resumed by a new request.
-            let held = await Self.finishes(within: .seconds(6)) { try? await HeldFile.open(path) }
+            let held = await finishes(within: .seconds(6)) { try? await HeldFile.open(path) }
             let file = try #require(held ?? nil, "the open waited for the stream's first bytes, not for whichever end was proven first")
             defer { file.close() }
-            let tail = await Self.finishes(within: .seconds(6)) { await file.read(at: Int64(Self.hugeSize - 65_536), count: 65_536) }
+            let tail = await finishes(within: .seconds(6)) { await file.read(at: Int64(Self.hugeSize - 65_536), count: 65_536) }
             #expect(tail == Data(huge.suffix(65_536)))
             // The start is not proven: a read of it waits for the stream.
-            let early = await Self.finishes(within: .milliseconds(500)) { await file.read(at: 0, count: 4096) }
+            let early = await finishes(within: .milliseconds(500)) { await file.read(at: 0, count: 4096) }
             #expect(early == nil, "the file's first page was served before the stream brought it")
             gate.open()
             #expect(await file.read(at: 0, count: 4096) == Data(huge.prefix(4096)))

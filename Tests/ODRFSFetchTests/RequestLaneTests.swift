@@ -2,7 +2,6 @@ import FaultOriginSupport
 import Foundation
 import NIOCore
 import ODRFSCore
-import Synchronization
 import Testing
 import TestSupport
 @testable import ODRFSFetch
@@ -28,18 +27,6 @@ struct RequestLaneTests {
         }
     }
 
-    /// Whether `body` finishes within `timeout` (it goes on otherwise; its result is dropped).
-    static func finishes<T: Sendable>(within timeout: Duration, _ body: @escaping @Sendable () async -> T) async -> T? {
-        let result = Mutex<T?>(nil)
-        let task = Task { let value = await body(); result.withLock { $0 = value } }
-        let deadline = ContinuousClock.now + timeout
-        while result.withLock({ $0 }) == nil && ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        _ = task
-        return result.withLock { $0 }
-    }
-
     @Test func aReadersRangeDoesNotWaitForTheStreamsConnection() async throws {
         let file = testBytes(2 << 20, seed: 27)
         try await withFaultOrigin { server in
@@ -55,10 +42,10 @@ struct RequestLaneTests {
                 let wanted: Range<Int64> = 1_900_000..<1_965_536
                 let expected = Array(file[Int(wanted.lowerBound)..<Int(wanted.upperBound)])
                 // The main pool's one connection is busy: a range there waits for the stream.
-                let bulk = await Self.finishes(within: .seconds(1)) { await Self.range(wanted, of: origin, fileBytes: file.count, lane: .bulk) }
+                let bulk = await finishes(within: .seconds(1)) { await Self.range(wanted, of: origin, fileBytes: file.count, lane: .bulk) }
                 #expect(bulk == nil, "a range in the main pool did not wait for its only connection")
                 // A reader's range goes on a connection of its own, at once.
-                let reader = await Self.finishes(within: .seconds(5)) { await Self.range(wanted, of: origin, fileBytes: file.count, lane: .reader) }
+                let reader = await finishes(within: .seconds(5)) { await Self.range(wanted, of: origin, fileBytes: file.count, lane: .reader) }
                 #expect(reader.map { $0 == expected } == true, "a reader's range waited for the stream's connection (or came back wrong)")
                 #expect(server.connections >= 2)
                 gate.open()
