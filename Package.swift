@@ -158,6 +158,7 @@ let package = Package(
         .target(
             name: "ODRFSMount",
             dependencies: [
+                "CHeapTrim",
                 "FUSEKit",
                 "ODRFSRuntime",
                 "ODRFSCore",
@@ -186,6 +187,8 @@ let package = Package(
         .target(name: "CBuildInfo", cSettings: [.define("ODRFS_BUILD_COMMIT", to: "\"\(buildCommit)\"")]),
         // `odrfs mount` forks its daemon before main, while the process has one thread.
         .target(name: "CEarlyFork"),
+        // glibc's malloc_trim, for the mount once it is ready.
+        .target(name: "CHeapTrim"),
         // The `odrfs` command line: one ParsableCommand per file.
         .executableTarget(
             name: "odrfs",

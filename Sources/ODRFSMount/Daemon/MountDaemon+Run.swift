@@ -1,3 +1,4 @@
+import CHeapTrim
 import Foundation
 import Logging
 import ODRFSRuntime
@@ -13,9 +14,17 @@ extension MountDaemon {
     /// end to end (the kernel's INIT handshake is done and requests are served),
     /// or with the error if the session stops before that. Returns whether the
     /// mount ever became ready.
+    ///
+    /// Once ready, the heap's free memory goes back to the kernel (`malloc_trim`, on the I/O
+    /// executor: it walks every arena): start-up frees tens of MiB (the file index read and
+    /// validated on several threads) that glibc would otherwise keep resident for the life of
+    /// the mount (issue 28: 53 → 30 MiB of RssAnon on a 1,000,000-file bundle).
     @discardableResult
     public func run(onReady: @escaping @Sendable (Result<Void, MountError>) -> Void = { _ in }) async -> Bool {
-        let readiness = ReadinessLatch(onReady)
+        let readiness = ReadinessLatch { result in
+            if case .success = result { IOExecutor.cache.submit { _ = odrfs_release_free_heap() } }
+            onReady(result)
+        }
         var watchers: [ServiceGroupConfiguration.ServiceConfiguration] = []
         if let interval = updateSettings.checkInterval {
             watchers.append(.init(service: UpdateWatcherService(updater: updater, interval: interval,
