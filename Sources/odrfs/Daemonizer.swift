@@ -24,10 +24,7 @@ import ODRFSStore
 /// first and daemonize after for the same reason.)
 enum Daemonizer {
     static func startDaemon(configuration: MountConfiguration, logLevel: String) throws {
-        let layout = configuration.storage.layout
-        try FileManager.default.createDirectory(atPath: layout.bundleRoot, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
-        let logFile = layout.logFile
+        let logFile = try prepareLog(configuration)
 
         var pipeEnds: [Int32] = [0, 0]
         guard pipe(&pipeEnds) == 0 else { throw failure("cannot create a pipe: \(String(cString: strerror(errno)))") }
@@ -52,16 +49,41 @@ enum Daemonizer {
         close(writeEnd)
         close(configurationEnd)
 
-        let reply = readReply(readEnd)
-        if reply.hasPrefix("ready") { return }
-        if reply.hasPrefix("error: ") {
-            let message = reply.dropFirst("error: ".count).trimmingCharacters(in: .whitespacesAndNewlines)
-            _ = waitpid(pid, nil, 0)
-            throw failure(message)
+        if let code = awaitReadiness(readEnd, pid: pid, logFile: logFile) { throw ExitCode(code) }
+    }
+
+    /// The daemon's log file, its directory made (private) if need be.
+    private static func prepareLog(_ configuration: MountConfiguration) throws -> String {
+        let layout = configuration.storage.layout
+        try FileManager.default.createDirectory(atPath: layout.bundleRoot, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        return layout.logFile
+    }
+
+    /// Waits on `descriptor` for the word of the daemon `pid`: nil once the mount is ready,
+    /// else the status to exit with, the reason printed. "error: …" is printed and exits 1. A
+    /// daemon that exits without a word before it named its log (`logFile` nil: the early
+    /// fork's daemon, with bad arguments) has said why on the caller's terminal itself: its
+    /// status is passed on. One that dies later is pointed to its log.
+    private static func awaitReadiness(_ descriptor: Int32, pid: pid_t, logFile known: String?) -> Int32? {
+        var logFile = known
+        let reply = readReply(descriptor) { line in
+            if line.hasPrefix("log ") { logFile = String(line.dropFirst(4)) }
         }
+        if reply.hasPrefix("ready") { return nil }
         var status: Int32 = 0
-        _ = waitpid(pid, &status, 0)
-        throw failure("the mount daemon exited before the mount was ready (status \(status)); see \(logFile)")
+        var reaped = waitpid(pid, &status, 0)
+        while reaped < 0 && errno == EINTR { reaped = waitpid(pid, &status, 0) }
+        if reply.hasPrefix("error: ") {
+            _ = failure(reply.dropFirst("error: ".count).trimmingCharacters(in: .whitespacesAndNewlines))
+            return 1
+        }
+        let exited = reaped == pid && status & 0x7f == 0
+        let code = (status >> 8) & 0xff
+        if exited && logFile == nil { return code }
+        let how = reaped != pid ? "" : exited ? " (status \(code))" : " (signal \(status & 0x7f))"
+        _ = failure("the mount daemon exited before the mount was ready\(how); see \(logFile ?? "its log")")
+        return exited && code != 0 ? code : 1
     }
 
     /// In the parent of the early fork: the pipe to wait on and the daemon's pid.
@@ -76,45 +98,17 @@ enum Daemonizer {
         return descriptor >= 0 ? descriptor : nil
     }
 
-    /// The parent of the early fork: waits for the daemon's word and exits. Exits 0 on
-    /// "ready"; prints the error and exits 1 on "error: …". A daemon that exits without a
-    /// word before it took its log (bad arguments) has said why on this terminal: its status
-    /// is passed on. One that dies later is pointed to its log.
+    /// The parent of the early fork: waits for the daemon's word and exits with
+    /// ``awaitReadiness(_:pid:logFile:)``'s status (0 once the mount is ready).
     static func awaitEarlyDaemon(_ descriptor: Int32, pid: pid_t) -> Never {
-        var logFile: String?
-        let reply = readReply(descriptor) { line in
-            if line.hasPrefix("log ") { logFile = String(line.dropFirst(4)) }
-        }
-        if reply.hasPrefix("ready") { exit(0) }
-        if reply.hasPrefix("error: ") {
-            let message = reply.dropFirst("error: ".count).trimmingCharacters(in: .whitespacesAndNewlines)
-            FileHandle.standardError.write(Data("odrfs mount: \(message)\n".utf8))
-            _ = waitpid(pid, nil, 0)
-            exit(1)
-        }
-        var status: Int32 = 0
-        var reaped = waitpid(pid, &status, 0)
-        while reaped < 0 && errno == EINTR { reaped = waitpid(pid, &status, 0) }
-        guard reaped == pid else {
-            FileHandle.standardError.write(Data("odrfs mount: the mount daemon exited before the mount was ready; see \(logFile ?? "its log")\n".utf8))
-            exit(1)
-        }
-        let exited = status & 0x7f == 0
-        let code = (status >> 8) & 0xff
-        if exited && logFile == nil { exit(code) }
-        let how = exited ? "status \(code)" : "signal \(status & 0x7f)"
-        FileHandle.standardError.write(Data("odrfs mount: the mount daemon exited before the mount was ready (\(how)); see \(logFile ?? "its log")\n".utf8))
-        exit(exited && code != 0 ? code : 1)
+        exit(awaitReadiness(descriptor, pid: pid, logFile: nil) ?? 0)
     }
 
     /// The daemon of the early fork, once its configuration is known: tells the parent where
     /// it logs, then leaves the terminal (stdin from /dev/null, stdout and stderr to the log),
     /// as a spawned daemon starts. Returns the descriptor to report readiness on.
     static func becomeDaemon(_ configuration: MountConfiguration, reportingTo descriptor: Int32) throws -> Int32 {
-        let layout = configuration.storage.layout
-        try FileManager.default.createDirectory(atPath: layout.bundleRoot, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
-        let logFile = layout.logFile
+        let logFile = try prepareLog(configuration)
         // Descriptors 0-2 are open here (the constructor filled any the caller had closed), so
         // these land above them and the dup2s below never close one they still need.
         let log = open(logFile, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
@@ -168,7 +162,7 @@ enum Daemonizer {
     /// Reads the daemon's lines until "ready" or "error: …" (or EOF), drawing
     /// "progress DONE TOTAL" lines as a progress bar when stderr is a terminal; "log PATH"
     /// lines go to `note`.
-    private static func readReply(_ descriptor: Int32, note: (String) -> Void = { _ in }) -> String {
+    private static func readReply(_ descriptor: Int32, note: (String) -> Void) -> String {
         let bar = ProgressDisplay(output: .standardError, linesWhenNotTerminal: false)
         var pending: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
