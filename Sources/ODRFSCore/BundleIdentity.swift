@@ -19,6 +19,12 @@ public struct BundleIdentity: Hashable, Comparable, Sendable, Codable, CustomStr
         rawValue = text
     }
 
+    /// Wraps `text` as read from a manifest, unchecked: the manifest's validation reports a
+    /// bad identity with its own error kind.
+    init(unvalidated text: String) {
+        rawValue = text
+    }
+
     /// Why `text` cannot be an identity, or nil when it is valid.
     public static func problem(with text: String) -> String? {
         let bytes = Array(text.utf8)

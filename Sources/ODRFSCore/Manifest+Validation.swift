@@ -39,10 +39,10 @@ extension Manifest {
         }
         try validateVariants()
         let declaredTags = Set(tags.map(\.tag))
-        var seen = Set<PackID>()
+        var seen = Set<PackID>(minimumCapacity: packs.count)
         // The cache is keyed by content hash: two packs with one hash would share a file, and
         // evicting one would silently make the other not local and skew the cached byte count.
-        var seenHashes = Set<ContentHash>()
+        var seenHashes = Set<ContentHash>(minimumCapacity: packs.count)
         try validateSizes()
         for (position, pack) in packs.enumerated() {
             guard seen.insert(pack.id).inserted else {
@@ -82,7 +82,9 @@ extension Manifest {
             throw ManifestError(.unknownTag, "pack '\(pack.id)' has tag '\(tag)', which is not in tags")
         }
         let variant = pack.variantAssignment
-        guard position == 0 || pack.id == PackID(tags: pack.tags, variant: variant), pack.tags == Array(Set(pack.tags)).sorted() else {
+        // Strictly ascending is sorted and unique: `tags == Array(Set(tags)).sorted()`.
+        let sortedAndUnique = zip(pack.tags, pack.tags.dropFirst()).allSatisfy { $0 < $1 }
+        guard sortedAndUnique, position == 0 || pack.id.isID(ofSortedTags: pack.tags, variant: variant) else {
             throw ManifestError(.inconsistent, "pack '\(pack.id)' does not match its tags \(pack.tags.map(\.name)) and variant '\(variant)' (expected id '\(PackID(tags: pack.tags, variant: variant))')")
         }
         if position == 0, !variant.isEmpty {

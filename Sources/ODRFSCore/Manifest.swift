@@ -115,7 +115,17 @@ public struct Manifest: Codable, Sendable, Equatable {
     }
 
     /// Parses and validates a manifest; every problem is reported with what and where.
+    /// Reads with ``ManifestReader`` (a manifest may name 100,000 packs); the result is what
+    /// the `Decodable` conformance gives (``decodeWithFoundation(_:)``).
     public static func decode(_ data: Data) throws(ManifestError) -> Manifest {
+        let manifest = try ManifestReader.read(data)
+        try manifest.validate()
+        return manifest
+    }
+
+    /// ``decode(_:)`` through `JSONDecoder` and the `Decodable` conformances: what
+    /// ``ManifestReader`` must agree with, for tests and the fuzz target.
+    public static func decodeWithFoundation(_ data: Data) throws(ManifestError) -> Manifest {
         let manifest: Manifest
         do {
             manifest = try JSONDecoder().decode(Manifest.self, from: data)

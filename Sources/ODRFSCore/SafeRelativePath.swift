@@ -3,16 +3,43 @@
 public enum SafeRelativePath {
     /// Why `path` is not a safe relative path ("a/b.tar"), or nil when it is.
     public static func problem(with path: String) -> String? {
-        if path.isEmpty { return "is empty" }
-        if path.hasPrefix("/") { return "is absolute" }
-        if path.utf8.contains(0) { return "contains a NUL byte" }
-        if path.contains("\\") { return "contains a backslash" }
-        for component in path.slashSeparated(omittingEmpty: false) {
-            if component.isEmpty { return "has an empty component" }
-            // By bytes: "." followed by a combining mark is a different name on disk.
-            if component.utf8.elementsEqual("..".utf8) { return "contains a '..' component" }
-            if component.utf8.elementsEqual(".".utf8) { return "contains a '.' component" }
+        // One pass over the bytes, nothing allocated: a manifest names one path per pack,
+        // 100,000 at issue 28's scale. By bytes throughout: "." followed by a combining mark
+        // is a different name on disk.
+        var bytes = path.utf8.makeIterator()
+        guard var byte = bytes.next() else { return "is empty" }
+        if byte == UInt8(ascii: "/") { return "is absolute" }
+        var componentLength = 0
+        var componentIsDots = true
+        var problem: String?
+        var hasBackslash = false
+        func endComponent() -> String? {
+            if componentLength == 0 { return "has an empty component" }
+            if componentIsDots, componentLength == 2 { return "contains a '..' component" }
+            if componentIsDots, componentLength == 1 { return "contains a '.' component" }
+            return nil
         }
-        return nil
+        while true {
+            switch byte {
+            case 0: return "contains a NUL byte"
+            case UInt8(ascii: "\\"):
+                hasBackslash = true
+                componentLength += 1
+                componentIsDots = false
+            case UInt8(ascii: "/"):
+                // A NUL anywhere, then a backslash anywhere, then the first component's
+                // problem: the order the checks always had.
+                if problem == nil { problem = endComponent() }
+                componentLength = 0
+                componentIsDots = true
+            default:
+                componentLength += 1
+                if byte != UInt8(ascii: ".") { componentIsDots = false }
+            }
+            guard let next = bytes.next() else { break }
+            byte = next
+        }
+        if hasBackslash { return "contains a backslash" }
+        return problem ?? endComponent()
     }
 }

@@ -1,7 +1,8 @@
 import Foundation
 import ODRFSCore
 
-/// manifest.json as a mount reads it from an origin or its offline cache.
+/// manifest.json as a mount reads it from an origin or its offline cache, through
+/// `ManifestReader`, checked against `JSONDecoder` on every input both accept.
 ///
 /// The input is tried as the manifest itself, and, from its first 48 bytes, as six numbers
 /// (chunk size, index bytes and entries, two pack sizes, a file count) put into an otherwise
@@ -21,6 +22,8 @@ enum ManifestTarget {
 
     private static func decodeAndUse(_ data: Data) {
         guard let manifest = try? Manifest.decode(data) else { return }
+        // The reader behind `decode` accepts nothing JSONDecoder refuses, and agrees with it.
+        check((try? Manifest.decodeWithFoundation(data)) == manifest, "ManifestReader and JSONDecoder disagree")
         // Everything a validated manifest promises the daemon may use without further checks.
         for number in 0..<manifest.packs.count {
             let pack = manifest.pack(PackNumber(UInt32(number)))
