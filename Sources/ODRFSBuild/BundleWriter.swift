@@ -113,6 +113,9 @@ struct BundleWriter {
         // What every mount will check, checked here first: a bundle beyond BundleLimits or
         // otherwise unmountable fails the build instead of every mount.
         let encoded = manifest.encoded()
+        guard encoded.count <= Manifest.maximumBytes.value else {
+            throw BuildError(.tooLarge, path: nil, "the bundle would not be mountable: its manifest.json would be \(ByteCount(Int64(encoded.count))) (\(descriptors.count) packs), over the \(Manifest.maximumBytes) that mounts read; use fewer tag sets")
+        }
         do {
             let decoded = try Manifest.decode(encoded)
             let index = try FileIndex(bytes: indexBytes)

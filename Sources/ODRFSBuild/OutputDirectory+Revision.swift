@@ -19,7 +19,7 @@ extension OutputDirectory {
     func currentBundleIdentity() -> BundleIdentity? {
         let manifestPath = path + "/" + Manifest.fileName
         var info = stat()
-        guard lstat(manifestPath, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size <= 64 << 20,
+        guard lstat(manifestPath, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size <= Manifest.maximumBytes.value,
               let data = FileManager.default.contents(atPath: manifestPath),
               let text = (try? JSONDecoder().decode(RevisionProbe.self, from: data))?.bundle else { return nil }
         return BundleIdentity(text)
@@ -47,7 +47,7 @@ extension OutputDirectory {
             guard errno == ENOENT else { throw BuildError.io(SystemCallError("lstat"), "examine", manifestPath) }
             return nil
         }
-        guard (info.st_mode & S_IFMT) == S_IFREG, info.st_size <= 64 << 20,
+        guard (info.st_mode & S_IFMT) == S_IFREG, info.st_size <= Manifest.maximumBytes.value,
               let data = FileManager.default.contents(atPath: manifestPath) else {
             throw BuildError(.outputNotReplaceable, path: manifestPath,
                              "cannot read the previous manifest '\(manifestPath)' to number the next revision")
@@ -74,7 +74,7 @@ extension OutputDirectory {
         for relative in [Manifest.fileName] + archived.sorted() {
             let file = path + "/" + relative
             var info = stat()
-            guard lstat(file, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size <= 64 << 20,
+            guard lstat(file, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size <= Manifest.maximumBytes.value,
                   let data = FileManager.default.contents(atPath: file), let manifest = try? Manifest.decode(data) else { continue }
             for pack in manifest.packs {
                 if let compression = pack.compression, tables[pack.file] == nil { tables[pack.file] = compression }

@@ -12,6 +12,10 @@ import Foundation
 public struct Manifest: Codable, Sendable, Equatable {
     public static let currentFormat = 1
     public static let fileName = "manifest.json"
+    /// The largest `manifest.json` ODRFS reads anywhere (a mount, a store, a rebuild): a bound
+    /// against a hostile origin that still takes what `odrfs build` writes for 300,000 packs
+    /// (about 820 bytes each; issue 28's 100,000-pack bundle is 82 MB).
+    public static let maximumBytes = ByteCount(256 << 20)
     /// Chunk size used by `odrfs build`.
     public static let defaultChunkSize = ByteCount.mebibytes(1)
 

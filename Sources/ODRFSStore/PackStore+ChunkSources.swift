@@ -26,7 +26,7 @@ extension PackStore {
             let directory = layout.root + "/bundles/" + bundle.key
             let indexPath = directory + "/index/" + current + "." + FileIndex.fileExtension
             var info = stat()
-            guard let data = Self.boundedContents(of: directory + "/" + Manifest.fileName, limit: 64 << 20),
+            guard let data = Self.boundedContents(of: directory + "/" + Manifest.fileName, limit: Int(Manifest.maximumBytes.value)),
                   let manifest = try? Manifest.decode(data), manifest.index.sha256.hex == current,
                   lstat(indexPath, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, Int64(info.st_size) == manifest.index.bytes.value,
                   let index = try? FileIndex(contentsOf: indexPath), index.chunking != nil else { continue }

@@ -120,7 +120,7 @@ extension PackStore {
         }
         var info = stat()
         if lstat(layout.manifestFile, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_nlink == 1,
-           let data = Self.boundedContents(of: layout.manifestFile, limit: 64 << 20) {
+           let data = Self.boundedContents(of: layout.manifestFile, limit: Int(Manifest.maximumBytes.value)) {
             _ = link(layout.manifestFile, layout.sharedManifestPath(sha256: ContentHash.of(data).hex))
         }
     }

@@ -108,7 +108,7 @@ public struct StoreInventory: Sendable {
             var bundle = Bundle(key: key, identity: nil, origin: nil, revision: nil, currentIndex: nil, mounts: [], packs: [], basePacks: [], metadata: [])
             bundle.origin = PackStore.boundedContents(of: directory + "/origin", limit: 64 << 10).map { String(decoding: $0, as: UTF8.self) }
             let manifestPath = directory + "/" + Manifest.fileName
-            if let data = PackStore.boundedContents(of: manifestPath, limit: 64 << 20), let manifest = try? Manifest.decode(data) {
+            if let data = PackStore.boundedContents(of: manifestPath, limit: Int(Manifest.maximumBytes.value)), let manifest = try? Manifest.decode(data) {
                 bundle.revision = manifest.revision
                 bundle.identity = manifest.bundle
                 bundle.currentIndex = manifest.index.sha256.hex

@@ -111,7 +111,7 @@ struct ProbeRun {
         var data: Data?
         var failure: FetchError?
         do {
-            data = try await server.data(at: Manifest.fileName, limit: ByteCount(64 << 20))
+            data = try await server.data(at: Manifest.fileName, limit: Manifest.maximumBytes)
         } catch {
             failure = error
         }

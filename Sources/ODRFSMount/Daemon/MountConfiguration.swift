@@ -24,7 +24,7 @@ public struct MountConfiguration: Sendable, Codable {
     /// `--cache-size`, `--min-free` and `--max-in-use`.
     public var limits = CacheLimits()
     /// The largest manifest accepted from an origin; guards against a hostile origin.
-    public var manifestLimit = ByteCount(64 << 20)
+    public var manifestLimit = Manifest.maximumBytes
     /// `--trust-key`: the public keys (their contents, not paths) of which one must have
     /// signed the manifest. Empty: the manifest is trusted as served (no signature check).
     public var trustedKeys: [TrustKey] = []
