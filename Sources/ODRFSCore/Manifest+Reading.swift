@@ -9,7 +9,7 @@ import Foundation
 ///
 /// The few small parts with rules of their own (`variants` declarations) are still decoded
 /// with `Decodable`, from their bytes alone.
-enum ManifestReader {
+public enum ManifestReader {
     typealias Failure = JSONCursor.Failure
 
     static func read(_ data: Data) throws(ManifestError) -> Manifest {
@@ -28,6 +28,35 @@ enum ManifestReader {
             return manifest
         case .failure(let failure):
             throw ManifestError(reading: failure)
+        }
+    }
+
+    /// The file index `data` names, read without decoding the rest: `odrfs build` writes
+    /// `index` before `packs`, so this reads a few hundred bytes of a manifest of any size.
+    /// Nil when the document has no such member or it is malformed or unsafe (a path that
+    /// leaves the dist dir, a size beyond ``BundleLimits``): then the caller waits for
+    /// ``Manifest/decode(_:)``, which says what is wrong. It lets a mount start the index's
+    /// download while the packs are decoded; trust nothing else before that decode.
+    public static func indexReference(in data: Data) -> IndexReference? {
+        data.withUnsafeBytes { raw -> IndexReference? in
+            var cursor = JSONCursor(raw)
+            do throws(Failure) {
+                var object = try cursor.enterObject()
+                while let key = try cursor.nextKey(&object) {
+                    guard key == "index" else {
+                        try cursor.skipValue()
+                        continue
+                    }
+                    let reference = try indexReference(&cursor)
+                    guard SafeRelativePath.problem(with: reference.file) == nil, reference.bytes.value >= 0,
+                          reference.bytes <= BundleLimits.maxIndexBytes, reference.entries >= 1,
+                          reference.entries <= Int(UInt32.max) else { return nil }
+                    return reference
+                }
+            } catch {
+                return nil
+            }
+            return nil
         }
     }
 
@@ -189,20 +218,32 @@ enum ManifestReader {
         return VariantAssignment(pairs) ?? .none
     }
 
-    /// The packs' ids, to hand out the pack's own `PackID` (one string, shared) for an equal id.
+    /// The packs' ids, to hand out the pack's own `PackID` (one string, shared) for an equal
+    /// id. A tag must list exactly the packs holding it, in order (validation checks it), so
+    /// the id expected next is known: one string comparison, where a dictionary of 100,000 ids
+    /// would cost a cache miss or two per lookup.
     private struct PackIDs {
-        private let byID: [PackID: PackID]
+        private let packs: [PackDescriptor]
+        private let holders: [Tag: [Int]]
 
         init(_ packs: [PackDescriptor]) {
-            var byID: [PackID: PackID] = [:]
-            byID.reserveCapacity(packs.count)
-            for pack in packs { byID[pack.id] = pack.id }
-            self.byID = byID
+            var holders: [Tag: [Int]] = [:]
+            for (position, pack) in packs.enumerated() {
+                for tag in pack.tags { holders[tag, default: []].append(position) }
+            }
+            self.packs = packs
+            self.holders = holders
         }
 
-        func shared(_ raw: String) -> PackID {
-            let id = PackID(raw)
-            return byID[id] ?? id
+        /// `ids` as listed under `tag`, each one that is the expected pack's id replaced by it.
+        func shared(_ ids: [PackID], tag: Tag) -> [PackID] {
+            guard let list = holders[tag] else { return ids }
+            var shared = ids
+            for (position, id) in ids.enumerated() where position < list.count {
+                let expected = packs[list[position]].id
+                if expected == id { shared[position] = expected }
+            }
+            return shared
         }
     }
 
@@ -215,12 +256,13 @@ enum ManifestReader {
             switch key {
             case "tag": tag = try inside(key, &cursor) { c throws(Failure) in Tag(try c.readString()) }
             case "preservationPriority": priority = try inside(key, &cursor) { c throws(Failure) in try c.readNumber() }
-            case "packs": packs = try inside(key, &cursor) { c throws(Failure) in try array(&c) { c throws(Failure) in ids.shared(try c.readString()) } }
+            case "packs": packs = try inside(key, &cursor) { c throws(Failure) in try array(&c) { c throws(Failure) in PackID(try c.readString()) } }
             default: try cursor.skipValue()
             }
         }
-        return TagDescriptor(tag: try required(tag, "tag"), preservationPriority: try required(priority, "preservationPriority"),
-                             packs: try required(packs, "packs"))
+        let name = try required(tag, "tag")
+        return TagDescriptor(tag: name, preservationPriority: try required(priority, "preservationPriority"),
+                             packs: ids.shared(try required(packs, "packs"), tag: name))
     }
 
     // MARK: helpers

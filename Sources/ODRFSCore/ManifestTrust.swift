@@ -25,8 +25,27 @@ public struct ManifestTrust: Sendable {
         public let signer: TrustKey
     }
 
+    /// Manifest bytes whose signature a trusted key made: only ``authenticate(manifest:signature:)``
+    /// makes one. Its bytes may be read (a mount reads the file index's name from them to
+    /// start that download early); nothing in them is trusted until ``verify(_:now:seen:)``.
+    public struct Authenticated: Sendable {
+        public let data: Data
+        public let signer: TrustKey
+
+        fileprivate init(data: Data, signer: TrustKey) {
+            self.data = data
+            self.signer = signer
+        }
+    }
+
     public func verify(manifest data: Data, signature: Data?, now: Date,
                        seen: [KeyID: SeenRevision]) throws(ManifestTrustError) -> Verified {
+        try verify(try authenticate(manifest: data, signature: signature), now: now, seen: seen)
+    }
+
+    /// The first checks of ``verify(manifest:signature:now:seen:)``: a signature file is
+    /// present and well formed, its key is trusted, and it covers the exact bytes.
+    public func authenticate(manifest data: Data, signature: Data?) throws(ManifestTrustError) -> Authenticated {
         guard let signature else {
             throw ManifestTrustError(.unsigned, "the manifest is not signed (no \(ManifestSignature.fileName)) but --trust-key requires a signature by \(keyList)")
         }
@@ -42,9 +61,16 @@ public struct ManifestTrust: Sendable {
         guard signer.isValidSignature(parsed.signature, for: data) else {
             throw ManifestTrustError(.badSignature, "the signature by key \(signer.id) does not match the manifest; it was altered or the signature belongs to another manifest")
         }
+        return Authenticated(data: data, signer: signer)
+    }
+
+    /// The rest of ``verify(manifest:signature:now:seen:)`` for authenticated bytes: they
+    /// decode and validate, have not expired, and are no rollback.
+    public func verify(_ authenticated: Authenticated, now: Date, seen: [KeyID: SeenRevision]) throws(ManifestTrustError) -> Verified {
+        let signer = authenticated.signer
         let manifest: Manifest
         do {
-            manifest = try Manifest.decode(data)
+            manifest = try Manifest.decode(authenticated.data)
         } catch {
             throw ManifestTrustError(.invalidManifest, "signed by key \(signer.id) but invalid: \(error.message)")
         }

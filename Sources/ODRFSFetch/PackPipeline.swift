@@ -143,17 +143,28 @@ public struct PackPipeline<Sink: DownloadSink>: Sendable {
         let file = try await io.run { () throws(FetchError) -> Sink.File in try sink.makeFile(label: "index", readableSize: nil) }
         var hasher = SHA256()
         var done: Int64 = 0
+        // Each buffer's write runs on the I/O executor while the next is read and hashed (an
+        // index is up to 1 GB: ten million files, issue 28); one write at a time, in order.
+        var writing: Task<Result<Void, FetchError>, Never>?
         do throws(FetchError) {
             try await origin.download(index.file, expectedBytes: index.bytes) { (bytes: ByteBuffer) async throws(FetchError) in
                 bytes.withUnsafeReadableBytes { hasher.update(bufferPointer: $0) }
                 done += Int64(bytes.readableBytes)
-                try await io.run { () throws(FetchError) in try file.append(bytes) }
+                try await writing?.value.get()
+                writing = Task {
+                    await io.run { () -> Result<Void, FetchError> in
+                        do throws(FetchError) { try file.append(bytes) } catch { return .failure(error) }
+                        return .success(())
+                    }
+                }
             }
+            try await writing?.value.get()
             let digest = ContentHash(digest: hasher.finalize())
             guard done == index.bytes.value, digest == index.sha256 else {
                 throw FetchError(.corrupt, "file index \(index.file) from \(origin.displayName) is damaged: got \(done) bytes with SHA-256 \(digest.hex), manifest says \(index.bytes.value) bytes with \(index.sha256.hex)")
             }
         } catch {
+            _ = await writing?.value
             await io.run { file.discard() }
             throw error
         }

@@ -8,6 +8,11 @@ import ODRFSStore
 /// Loads what a mount needs before anything is mounted: the manifest (online, or the
 /// cached one when the origin is unreachable), its signature when keys are trusted, and
 /// the file index. Cache reads and writes run on the I/O executor.
+///
+/// In three steps, so that the caller can start the file index's download (whose name it
+/// reads from the authenticated bytes, ``ManifestReader/indexReference(in:)``) while the
+/// manifest is decoded: ``fetchManifest(from:store:limit:trustedKeys:)``,
+/// ``authenticate(_:trustedKeys:)``, ``decodeManifest(_:authenticated:origin:store:trustedKeys:logger:)``.
 enum BundleLoader {
     /// A manifest and the bytes it came from, for the cache.
     struct LoadedManifest: Sendable {
@@ -20,21 +25,27 @@ enum BundleLoader {
     /// Signature files are one short line; anything longer is refused unread.
     static let signatureLimit = ByteCount(4096)
 
+    /// A manifest's bytes as the origin served them, or as the cache kept them when the
+    /// origin is unreachable; nothing in them is trusted yet.
+    struct FetchedManifest: Sendable {
+        let data: Data
+        let signature: Data?
+        /// Where the bytes came from, for messages.
+        let source: String
+        /// Why the origin's own manifest is not used (it is unreachable); nil for bytes from the origin.
+        let offline: FetchError?
+    }
+
     /// The manifest from the origin; if the origin is unreachable and the cache holds
     /// the manifest of the version mounted last, that one (offline mode: local packs
-    /// work, remote ones fail their opens until the origin is back). With trusted keys,
-    /// the manifest (online or cached) must pass ``ManifestTrust``, and its revision is
-    /// then recorded in the cache index.
-    static func loadManifest(from origin: any Origin, store: PackStore, limit: ByteCount, trustedKeys: [TrustKey],
-                             logger: Logger) async throws(MountError) -> LoadedManifest {
+    /// work, remote ones fail their opens until the origin is back).
+    static func fetchManifest(from origin: any Origin, store: PackStore, limit: ByteCount,
+                              trustedKeys: [TrustKey]) async throws(MountError) -> FetchedManifest {
         let io = IOExecutor.cache
-        let data: Data
-        var signature: Data?
         do {
-            data = try await origin.data(at: Manifest.fileName, limit: limit)
-            if !trustedKeys.isEmpty {
-                signature = try await fetchSignature(from: origin)
-            }
+            let data = try await origin.data(at: Manifest.fileName, limit: limit)
+            let signature = trustedKeys.isEmpty ? nil : try await fetchSignature(from: origin)
+            return FetchedManifest(data: data, signature: signature, source: "the manifest from \(origin.displayName)", offline: nil)
         } catch {
             let layout = store.layout
             guard error.kind == .unreachable,
@@ -46,31 +57,49 @@ enum BundleLoader {
             if let saved = await io.run({ try? FileManager.default.attributesOfItem(atPath: layout.manifestFile)[.modificationDate] as? Date }) {
                 origin.health.forEach { $0.seedLastContact(saved) }
             }
-            let loaded: LoadedManifest
-            if trustedKeys.isEmpty {
-                guard let manifest = try? Manifest.decode(cached) else {
-                    throw MountError("cannot read the bundle's manifest from \(origin.displayName): \(error)")
-                }
-                loaded = LoadedManifest(data: cached, signature: nil, manifest: manifest)
-            } else {
-                loaded = try await verify(cached, signature: cachedSignature, keys: trustedKeys, store: store,
-                                          source: "the cached manifest (origin \(origin.displayName) unreachable)")
+            return FetchedManifest(data: cached, signature: cachedSignature,
+                                   source: "the cached manifest (origin \(origin.displayName) unreachable)", offline: error)
+        }
+    }
+
+    /// With trusted keys, the check that a trusted key signed exactly these bytes (the first
+    /// part of ``ManifestTrust``); nil without keys. Only authenticated bytes (or bytes a mount
+    /// without keys trusts as served) may be read before ``decodeManifest(_:authenticated:origin:store:trustedKeys:logger:)``.
+    static func authenticate(_ fetched: FetchedManifest, trustedKeys: [TrustKey]) throws(MountError) -> ManifestTrust.Authenticated? {
+        guard !trustedKeys.isEmpty else { return nil }
+        do {
+            return try ManifestTrust(trustedKeys: trustedKeys).authenticate(manifest: fetched.data, signature: fetched.signature)
+        } catch {
+            throw MountError("refusing \(fetched.source): \(error)")
+        }
+    }
+
+    /// The fetched manifest decoded and validated; with trusted keys it must pass the rest of
+    /// ``ManifestTrust`` (expiry, rollback), and its revision is then recorded in the cache index.
+    static func decodeManifest(_ fetched: FetchedManifest, authenticated: ManifestTrust.Authenticated?, origin: any Origin,
+                               store: PackStore, trustedKeys: [TrustKey], logger: Logger) async throws(MountError) -> LoadedManifest {
+        let loaded: LoadedManifest
+        if let authenticated {
+            loaded = try await verify(authenticated, signature: fetched.signature, keys: trustedKeys, store: store, source: fetched.source)
+        } else if let offline = fetched.offline {
+            guard let manifest = try? Manifest.decode(fetched.data) else {
+                throw MountError("cannot read the bundle's manifest from \(origin.displayName): \(offline)")
             }
+            loaded = LoadedManifest(data: fetched.data, signature: nil, manifest: manifest)
+        } else {
+            do {
+                loaded = LoadedManifest(data: fetched.data, signature: nil, manifest: try Manifest.decode(fetched.data))
+            } catch {
+                throw MountError("the bundle's manifest from \(origin.displayName) is invalid: \(error)")
+            }
+        }
+        if let offline = fetched.offline {
             logger.warning("origin unreachable; mounting the cached bundle version offline", metadata: [
                 "origin": "\(origin.displayName)", "bundle.version": "\(loaded.manifest.bundleVersion.hex.prefix(12))",
-                "revision": "\(loaded.manifest.revision)", "error": "\(error)",
+                "revision": "\(loaded.manifest.revision)", "error": "\(offline)",
             ])
-            return loaded
         }
-        if !trustedKeys.isEmpty {
-            return try await verify(data, signature: signature, keys: trustedKeys, store: store,
-                                    source: "the manifest from \(origin.displayName)")
-        }
-        do {
-            return LoadedManifest(data: data, signature: nil, manifest: try Manifest.decode(data))
-        } catch {
-            throw MountError("the bundle's manifest from \(origin.displayName) is invalid: \(error)")
-        }
+        return loaded
     }
 
     /// `manifest.json.sig`, or nil when the origin has none (ManifestTrust then says "unsigned").
@@ -82,9 +111,9 @@ enum BundleLoader {
         }
     }
 
-    /// The trust check (``ManifestTrust``, the only caller) against the revisions this cache
-    /// has seen, and the record of the accepted revision.
-    private static func verify(_ data: Data, signature: Data?, keys: [TrustKey], store: PackStore,
+    /// The rest of the trust check (``ManifestTrust``, the only caller) against the revisions
+    /// this cache has seen, and the record of the accepted revision.
+    private static func verify(_ authenticated: ManifestTrust.Authenticated, signature: Data?, keys: [TrustKey], store: PackStore,
                                source: String) async throws(MountError) -> LoadedManifest {
         let io = IOExecutor.cache
         let seen: [KeyID: SeenRevision]
@@ -96,7 +125,7 @@ enum BundleLoader {
         let now = Date()
         let verified: ManifestTrust.Verified
         do {
-            verified = try ManifestTrust(trustedKeys: keys).verify(manifest: data, signature: signature, now: now, seen: seen)
+            verified = try ManifestTrust(trustedKeys: keys).verify(authenticated, now: now, seen: seen)
         } catch {
             throw MountError("refusing \(source): \(error)")
         }
@@ -107,7 +136,7 @@ enum BundleLoader {
         } catch {
             throw MountError("cannot record the manifest's revision in the cache index: \(error)")
         }
-        return LoadedManifest(data: data, signature: signature, manifest: verified.manifest)
+        return LoadedManifest(data: authenticated.data, signature: signature, manifest: verified.manifest)
     }
 
     /// The file index, from the cache or downloaded and verified, memory-mapped.
