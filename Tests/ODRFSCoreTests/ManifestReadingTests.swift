@@ -159,4 +159,23 @@ import TestSupport
             }
         }
     }
+
+    /// The index's name, read early: found wherever it stands, nil when missing, malformed or unsafe.
+    @Test func indexReferenceIsReadAlone() throws {
+        let manifest = Self.rich()
+        #expect(ManifestReader.indexReference(in: manifest.encoded()) == manifest.index)
+        // After the packs too (sorted keys put it first; a hand-written manifest may not).
+        let index = String(decoding: try JSONEncoder().encode(manifest.index), as: UTF8.self)
+        let last = #"{"packs": [{"id": "x"}], "other": {"index": 1}, "index": \#(index)}"#
+        #expect(ManifestReader.indexReference(in: Data(last.utf8)) == manifest.index)
+        var unsafe = manifest
+        unsafe.index.file = "../../etc/passwd"
+        #expect(ManifestReader.indexReference(in: unsafe.encoded()) == nil)
+        var huge = manifest
+        huge.index.bytes = ByteCount(.max)
+        #expect(ManifestReader.indexReference(in: huge.encoded()) == nil)
+        for broken in ["", "[]", "{", #"{"index": {"file": 1}}"#, #"{"packs": [}"#, #"{"index": null}"#] {
+            #expect(ManifestReader.indexReference(in: Data(broken.utf8)) == nil, "\(broken)")
+        }
+    }
 }

@@ -55,6 +55,26 @@ import Testing
         }
     }
 
+    /// The two halves a mount uses to read the index's name between them: authenticate
+    /// refuses what verify refused for the signature, verify still refuses a rollback.
+    @Test func authenticateThenVerify() throws {
+        let trust = ManifestTrust(trustedKeys: [key.publicKey])
+        let data = manifestBytes(revision: 5)
+        let authenticated = try trust.authenticate(manifest: data, signature: try signature(data, by: key))
+        #expect(authenticated.signer == key.publicKey)
+        #expect(ManifestReader.indexReference(in: authenticated.data) == ManifestTests.valid().index)
+        #expect(try trust.verify(authenticated, now: now, seen: [:]).manifest.revision == 5)
+        expect(.rollback, containing: "rollback") {
+            _ = try trust.verify(authenticated, now: now, seen: [key.publicKey.id: SeenRevision(revision: 6, date: now)])
+        }
+        var altered = data
+        altered.append(UInt8(ascii: " "))
+        expect(.badSignature, containing: "does not match") {
+            _ = try trust.authenticate(manifest: altered, signature: try signature(data, by: key))
+        }
+        expect(.unsigned, containing: "not signed") { _ = try trust.authenticate(manifest: data, signature: nil) }
+    }
+
     @Test func unsignedIsRefused() {
         expect(.unsigned, containing: "not signed") {
             _ = try ManifestTrust(trustedKeys: [key.publicKey]).verify(manifest: manifestBytes(), signature: nil, now: now, seen: [:])
