@@ -110,6 +110,7 @@ let package = Package(
         .target(
             name: "ODRFSStore",
             dependencies: [
+                "CGlibcExtras",
                 "ODRFSCore",
                 "ODRFSFetch",
                 "ODRFSRuntime",
@@ -158,7 +159,7 @@ let package = Package(
         .target(
             name: "ODRFSMount",
             dependencies: [
-                "CHeapTrim",
+                "CGlibcExtras",
                 "FUSEKit",
                 "ODRFSRuntime",
                 "ODRFSCore",
@@ -188,7 +189,7 @@ let package = Package(
         // `odrfs mount` forks its daemon before main, while the process has one thread.
         .target(name: "CEarlyFork"),
         // glibc's malloc_trim, for the mount once it is ready.
-        .target(name: "CHeapTrim"),
+        .target(name: "CGlibcExtras"),
         // The `odrfs` command line: one ParsableCommand per file.
         .executableTarget(
             name: "odrfs",

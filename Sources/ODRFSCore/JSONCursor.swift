@@ -5,7 +5,9 @@
 /// order and builds its own types directly; nothing else is allocated but the strings it reads.
 ///
 /// It accepts what `JSONDecoder` accepts (a trailing comma in a container, an integer written
-/// `3000.0`), so that no manifest that mounted before is refused now.
+/// `3000.0`, a UTF-8 byte order mark, anything inside strings no one reads), so that a
+/// manifest that mounted before still does; except UTF-16 documents and integers of 2^53
+/// or more written with a fraction or an exponent, which `odrfs build` never writes.
 ///
 /// Hostile input: every read is bounds-checked against the buffer, nesting is limited to
 /// ``maximumDepth`` (``skipValue()`` recurses), integers are read with checked arithmetic,
@@ -61,6 +63,8 @@ struct JSONCursor {
 
     init(_ bytes: UnsafeRawBufferPointer) {
         self.bytes = bytes
+        // A UTF-8 byte order mark (an editor may write one): skipped, as `JSONDecoder` does.
+        if bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF { position = 3 }
     }
 
     // MARK: structure
@@ -118,7 +122,8 @@ struct JSONCursor {
         case UInt8(ascii: "t"), UInt8(ascii: "f"): return "a boolean"
         case UInt8(ascii: "n"): return "null"
         case nil: return "the end of the document"
-        default: return "a number"
+        case let byte? where isDigit(byte) || byte == UInt8(ascii: "-"): return "a number"
+        case let byte?: return byte >= 0x21 && byte < 0x7F ? "'\(Character(Unicode.Scalar(byte)))'" : "byte 0x\(String(byte, radix: 16))"
         }
     }
 
@@ -168,7 +173,8 @@ struct JSONCursor {
             // `3000.0` and `3e3` are integers to `JSONDecoder` too: accepted when exact.
             position = start
             let value = try readNumber()
-            guard value == value.rounded(.towardZero), abs(value) <= 9_007_199_254_740_992 else {
+            // Below 2^53 every integer is exact as a Double; at 2^53 `…993.0` would round.
+            guard value == value.rounded(.towardZero), abs(value) < 9_007_199_254_740_992 else {
                 throw Failure(message: "expected an integer, found \(value)", offset: start)
             }
             return Int64(value)
@@ -186,8 +192,16 @@ struct JSONCursor {
         skipWhitespace()
         let start = position
         try scanNumber()
-        let text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<position]), as: UTF8.self)
+        let digits = UnsafeRawBufferPointer(rebasing: bytes[start..<position])
+        let text = String(decoding: digits, as: UTF8.self)
         guard let value = Double(text), value.isFinite else { throw Failure(message: "a number is out of range", offset: start) }
+        // `1e-400` is not 0 but too small for a Double: refused, as `JSONDecoder` refuses it.
+        if value == 0 {
+            let mantissa = digits.prefix { $0 != UInt8(ascii: "e") && $0 != UInt8(ascii: "E") }
+            guard mantissa.allSatisfy({ $0 == UInt8(ascii: "0") || !isDigit($0) }) else {
+                throw Failure(message: "a number is out of range", offset: start)
+            }
+        }
         return value
     }
 
@@ -196,7 +210,7 @@ struct JSONCursor {
         skipWhitespace()
         switch peek() {
         case UInt8(ascii: "\""):
-            _ = try readString()
+            try skipString()
         case UInt8(ascii: "{"):
             var object = try enterObject()
             while try nextKey(&object) != nil { try skipValue() }
@@ -226,6 +240,25 @@ struct JSONCursor {
     }
 
     // MARK: internals
+
+    /// Past a string that nothing reads (an unknown member's): only its end is found, as
+    /// `JSONDecoder` never looks inside such a string either.
+    private mutating func skipString() throws(Failure) {
+        let start = position
+        var index = position + 1
+        while index < bytes.count {
+            switch bytes[index] {
+            case UInt8(ascii: "\""):
+                position = index + 1
+                return
+            case UInt8(ascii: "\\"):
+                index += 2
+            default:
+                index += 1
+            }
+        }
+        throw Failure(message: "a string is not closed", offset: start)
+    }
 
     private mutating func enter(_ opening: UInt8, _ what: String) throws(Failure) -> Container {
         skipWhitespace()

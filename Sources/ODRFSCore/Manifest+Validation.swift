@@ -82,8 +82,11 @@ extension Manifest {
             throw ManifestError(.unknownTag, "pack '\(pack.id)' has tag '\(tag)', which is not in tags")
         }
         let variant = pack.variantAssignment
-        // Strictly ascending is sorted and unique: `tags == Array(Set(tags)).sorted()`.
+        // Strictly ascending by bytes is sorted and unique: `tags == Array(Set(tags)).sorted()`,
+        // except that `Set` also merges canonically equal names ("e\u{301}", "\u{e9}"): only
+        // names beyond ASCII can be, and only they take the `Set`.
         let sortedAndUnique = zip(pack.tags, pack.tags.dropFirst()).allSatisfy { $0 < $1 }
+            && (pack.tags.allSatisfy(\.name.isASCII) || Set(pack.tags).count == pack.tags.count)
         guard sortedAndUnique, position == 0 || pack.id.isID(ofSortedTags: pack.tags, variant: variant) else {
             throw ManifestError(.inconsistent, "pack '\(pack.id)' does not match its tags \(pack.tags.map(\.name)) and variant '\(variant)' (expected id '\(PackID(tags: pack.tags, variant: variant))')")
         }

@@ -68,6 +68,9 @@ public struct ManifestTrust: Sendable {
     /// decode and validate, have not expired, and are no rollback.
     public func verify(_ authenticated: Authenticated, now: Date, seen: [KeyID: SeenRevision]) throws(ManifestTrustError) -> Verified {
         let signer = authenticated.signer
+        guard trustedKeys.contains(signer) else {
+            throw ManifestTrustError(.untrustedKey, "signed by key \(signer.id), which is not trusted (trusted: \(keyList))")
+        }
         let manifest: Manifest
         do {
             manifest = try Manifest.decode(authenticated.data)

@@ -4,8 +4,10 @@ public enum SafeRelativePath {
     /// Why `path` is not a safe relative path ("a/b.tar"), or nil when it is.
     public static func problem(with path: String) -> String? {
         // One pass over the bytes, nothing allocated: a manifest names one path per pack,
-        // 100,000 at issue 28's scale. By bytes throughout: "." followed by a combining mark
-        // is a different name on disk.
+        // 100,000 at issue 28's scale. By bytes throughout, as the kernel reads a path: "."
+        // followed by a combining mark is another name on disk, and a "\\" or "/" followed by
+        // one is still a backslash or a separator (the checks by Character of releases before
+        // issue 28 let "a\\\u{301}b" through).
         var bytes = path.utf8.makeIterator()
         guard var byte = bytes.next() else { return "is empty" }
         if byte == UInt8(ascii: "/") { return "is absolute" }

@@ -203,7 +203,10 @@ extension PackID {
     /// unique; without variants, compared byte by byte and nothing built (a manifest checks
     /// every pack's id, 100,000 of them at issue 28's scale).
     func isID(ofSortedTags tags: [Tag], variant: VariantAssignment) -> Bool {
-        guard variant.isEmpty, !tags.isEmpty else { return self == PackID(tags: tags, variant: variant) }
+        // Beyond ASCII, `==` is canonical equivalence ("K" equals the Kelvin sign): compared as built.
+        guard variant.isEmpty, !tags.isEmpty, rawValue.isASCII, tags.allSatisfy(\.name.isASCII) else {
+            return self == PackID(tags: tags, variant: variant)
+        }
         var id = rawValue.utf8.makeIterator()
         for (position, tag) in tags.enumerated() {
             if position > 0, id.next() != UInt8(ascii: "+") { return false }
@@ -233,4 +236,9 @@ extension VariantAssignment: Codable {
         var container = encoder.singleValueContainer()
         try container.encode(dictionary)
     }
+}
+
+extension String {
+    /// Whether every byte is ASCII: then `==` and byte comparison agree.
+    var isASCII: Bool { utf8.allSatisfy { $0 < 0x80 } }
 }

@@ -41,7 +41,7 @@ extension PackStore {
 
     /// The contents of the regular file at `path` if it holds at most `limit` bytes (no
     /// symlink followed); nil otherwise.
-    static func boundedContents(of path: String, limit: Int) -> Data? {
+    public static func boundedContents(of path: String, limit: Int) -> Data? {
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }

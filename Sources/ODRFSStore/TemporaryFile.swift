@@ -1,3 +1,4 @@
+import CGlibcExtras
 import Foundation
 import Synchronization
 
@@ -17,6 +18,13 @@ public final class TemporaryFile: Sendable {
     /// Orders positioned writes of unproven bytes against writes that release proven ones.
     /// Held only by writers (I/O threads) for one write; readers never take it.
     private let positionedWrites = Mutex<Void>(())
+    /// Bytes appended, and how many of them were already handed to writeback.
+    private let appended = Mutex<(total: Int64, flushed: Int64)>((0, 0))
+
+    /// Writeback of appended bytes starts every this many bytes, so that the `fsync` at
+    /// publication finds little left to write: for a 1 GB file index (ten million files)
+    /// that fsync took 0.3 s of a mount waiting for it.
+    static let writebackInterval: Int64 = 16 << 20
 
     init(path: String, descriptor: Int32, verified: VerifiedFile? = nil) {
         self.path = path
@@ -34,6 +42,17 @@ public final class TemporaryFile: Sendable {
                 throw StoreError.system("cannot write", path: path)
             }
             offset += written
+        }
+        let unflushed = appended.withLock { counts -> (offset: Int64, length: Int64)? in
+            counts.total += Int64(bytes.count)
+            guard counts.total - counts.flushed >= Self.writebackInterval else { return nil }
+            defer { counts.flushed = counts.total }
+            return (counts.flushed, counts.total - counts.flushed)
+        }
+        if let unflushed {
+            // Only starts writeback: no wait, no durability (publication's fsync gives that).
+            // A failure changes nothing but the fsync's duration.
+            _ = odrfs_start_writeback(descriptor, unflushed.offset, unflushed.length)
         }
     }
 

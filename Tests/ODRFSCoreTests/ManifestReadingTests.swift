@@ -178,4 +178,77 @@ import TestSupport
             #expect(ManifestReader.indexReference(in: Data(broken.utf8)) == nil, "\(broken)")
         }
     }
+
+    /// The review's cases (session 15): each reader gives the same verdict.
+    @Test func edgesOfNumbersAndTextAgreeWithJSONDecoder() throws {
+        let valid = String(decoding: Self.rich().encoded(), as: UTF8.self)
+        // Too small for a Double is not 0: both refuse.
+        for tiny in ["1e-400", "2.4e-324"] {
+            let text = valid.replacingOccurrences(of: "\"preservationPriority\" : 0.5", with: "\"preservationPriority\" : \(tiny)")
+            #expect(text != valid)
+            #expect(Self.compare(Data(text.utf8)) == nil)
+            #expect(throws: ManifestError.self) { try Manifest.decode(Data(text.utf8)) }
+        }
+        // 0 written as 0.0e5 is still 0.
+        let zero = valid.replacingOccurrences(of: "\"preservationPriority\" : 0.5", with: "\"preservationPriority\" : 0.0e5")
+        #expect(Self.compare(Data(zero.utf8))?.tags[0].preservationPriority == 0)
+        // 2^53 + 1 written with a fraction would round to 2^53: refused, never read as another number.
+        let rounded = valid.replacingOccurrences(of: "\"revision\" : 7", with: "\"revision\" : 9007199254740993.0")
+        #expect(rounded != valid)
+        #expect(throws: ManifestError.self) { try Manifest.decode(Data(rounded.utf8)) }
+        let files = valid.replacingOccurrences(of: "\"files\" : 1,", with: "\"files\" : 9007199254740993.0,")
+        #expect(throws: ManifestError.self) { try Manifest.decode(Data(files.utf8)) }
+        // A UTF-8 byte order mark, and raw control bytes or broken UTF-8 inside a string no one reads.
+        #expect(Self.compare(Data([0xEF, 0xBB, 0xBF]) + Data(valid.utf8)) == Self.rich())
+        var unread = Data(valid.replacingOccurrences(of: "\"chunkSize\" :", with: "\"future\" : \"a\u{01}b\", \"other\" : \"@\", \"chunkSize\" :").utf8)
+        let at = try #require(unread.firstIndex(of: UInt8(ascii: "@")))
+        unread[at] = 0xFF
+        #expect(Self.compare(unread) == Self.rich())
+        // Messages name what was found.
+        let brace = valid.replacingOccurrences(of: "\"format\" : 1,", with: "\"format\" : },")
+        #expect(throws: ManifestError.self) { try Manifest.decode(Data(brace.utf8)) }
+        do {
+            _ = try Manifest.decode(Data(brace.utf8))
+        } catch {
+            #expect(error.message.contains("format: expected an integer, found '}'"), "\(error)")
+        }
+    }
+
+    /// Tags and ids beyond ASCII compare by canonical equivalence, as they always did.
+    @Test func canonicallyEqualTagsAndIDs() throws {
+        // "K" and the Kelvin sign are equal Strings, so the same PackID.
+        #expect(PackID("K").isID(ofSortedTags: [Tag("\u{212A}")], variant: .none))
+        #expect(PackID("e\u{301}").isID(ofSortedTags: [Tag("\u{e9}")], variant: .none))
+        // One pack with two canonically equal tags: refused, as before.
+        var manifest = ManifestTests.valid()
+        let tags = [Tag("e\u{301}"), Tag("\u{e9}")]
+        manifest.packs[1].tags = tags
+        manifest.packs[1].id = PackID("e\u{301}+\u{e9}")
+        manifest.tags = [TagDescriptor(tag: tags[0], packs: [manifest.packs[1].id]), TagDescriptor(tag: tags[1], packs: [manifest.packs[1].id]),
+                         TagDescriptor(tag: Tag("Level1"), packs: [PackID("Level1+Level2")]), TagDescriptor(tag: Tag("Level2"), packs: [PackID("Level1+Level2"), PackID("Level2")])]
+            .sorted { $0.tag < $1.tag }
+        manifest.packs.sort { $0.id == .base ? true : ($1.id == .base ? false : $0.id < $1.id) }
+        manifest.bundleVersion = Manifest.computeBundleVersion(index: manifest.index.sha256, packs: manifest.packs)
+        #expect(throws: ManifestError.self) { try Manifest.decode(manifest.encoded()) }
+        do {
+            _ = try Manifest.decode(manifest.encoded())
+        } catch {
+            #expect(error.kind == .inconsistent && error.message.contains("does not match its tags"), "\(error)")
+        }
+        // The same manifest with one of the two tags is valid: the refusal is the pair's.
+        manifest.packs = manifest.packs.map { pack in
+            var pack = pack
+            if pack.tags == tags { pack.tags = [tags[1]]; pack.id = PackID(tags: [tags[1]]) }
+            return pack
+        }
+        manifest.tags.removeAll { $0.tag.name == "e\u{301}" && $0.tag.name.utf8.count == 3 }
+        manifest.tags = manifest.tags.map { descriptor in
+            var descriptor = descriptor
+            if descriptor.tag == tags[1] { descriptor.packs = [PackID(tags: [tags[1]])] }
+            return descriptor
+        }
+        manifest.packs.sort { $0.id == .base ? true : ($1.id == .base ? false : $0.id < $1.id) }
+        manifest.bundleVersion = Manifest.computeBundleVersion(index: manifest.index.sha256, packs: manifest.packs)
+        #expect(Self.compare(manifest.encoded()) == manifest)
+    }
 }

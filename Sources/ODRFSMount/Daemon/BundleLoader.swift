@@ -49,7 +49,7 @@ enum BundleLoader {
         } catch {
             let layout = store.layout
             guard error.kind == .unreachable,
-                  let cached = await io.run({ FileManager.default.contents(atPath: layout.manifestFile) }) else {
+                  let cached = await io.run({ PackStore.boundedContents(of: layout.manifestFile, limit: Int(limit.value)) }) else {
                 throw MountError("cannot read the bundle's manifest from \(origin.displayName): \(error)")
             }
             let cachedSignature = await io.run { FileManager.default.contents(atPath: layout.manifestSignatureFile) }

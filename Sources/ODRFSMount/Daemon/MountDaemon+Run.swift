@@ -1,4 +1,4 @@
-import CHeapTrim
+import CGlibcExtras
 import Foundation
 import Logging
 import ODRFSRuntime

@@ -94,9 +94,6 @@ struct PreparedBundle: Sendable {
             let revision: MountedRevision
             let fetchedEarly: [EarlyInstall.Fetched]
             do throws(MountError) {
-                // Indexes of revisions an earlier run served or checked: nothing of them is open now.
-                let currentIndex = manifest.index.sha256
-                await io.run { _ = store.removeIndexes(keeping: [currentIndex]) }
                 let published = PublishedRevision(manifest: manifest, index: index)
                 let variants = try variantRequest(configuration, for: manifest)
                 let view: VariantView
@@ -133,6 +130,11 @@ struct PreparedBundle: Sendable {
             if case .failure(let error) = await saving.value {
                 throw MountError("cannot write to cache: \(error)")
             }
+            // Indexes of revisions an earlier run served or checked: nothing of them is open now,
+            // and the saved manifest names the new one (removed before, a failed save would
+            // leave the cache's manifest without its index).
+            let currentIndex = manifest.index.sha256
+            await io.run { _ = store.removeIndexes(keeping: [currentIndex]) }
             try await InitialInstall.run(manager: revision.manager, progress: progress)
             return PreparedBundle(revision: revision, isSigned: loaded.signature != nil)
     }
