@@ -135,6 +135,9 @@ public struct PackPipeline<Sink: DownloadSink>: Sendable {
     /// Downloads the file index and checks its size and SHA-256. An index larger than
     /// ``BundleLimits/maxIndexBytes`` is refused before any byte is fetched (a validated
     /// manifest never names one); the origin is held to the declared size while streaming.
+    /// How many bytes of a file index are written in one call on the I/O executor.
+    static var indexWriteBatch: Int { 1 << 20 }
+
     public func fetch(_ index: IndexReference) async throws(FetchError) {
         guard index.bytes.value >= 0, index.bytes <= BundleLimits.maxIndexBytes else {
             throw FetchError(.corrupt, "file index \(index.file) is declared as \(index.bytes.value) bytes; the limit is \(BundleLimits.maxIndexBytes.value)")
@@ -143,21 +146,33 @@ public struct PackPipeline<Sink: DownloadSink>: Sendable {
         let file = try await io.run { () throws(FetchError) -> Sink.File in try sink.makeFile(label: "index", readableSize: nil) }
         var hasher = SHA256()
         var done: Int64 = 0
-        // Each buffer's write runs on the I/O executor while the next is read and hashed (an
-        // index is up to 1 GB: ten million files, issue 28); one write at a time, in order.
+        // Buffers are written in batches of about 1 MiB (an HTTP origin delivers them by the
+        // 16-64 KiB), each batch on the I/O executor while the next is read and hashed: an
+        // index is up to 1 GB (ten million files, issue 28). One batch at a time, in order.
         var writing: Task<Result<Void, FetchError>, Never>?
+        var batch: [ByteBuffer] = []
+        var batchBytes = 0
+        func submit() async throws(FetchError) {
+            try await writing?.value.get()
+            let buffers = batch
+            batch = []
+            batchBytes = 0
+            writing = Task {
+                await io.run { () -> Result<Void, FetchError> in
+                    do throws(FetchError) { for buffer in buffers { try file.append(buffer) } } catch { return .failure(error) }
+                    return .success(())
+                }
+            }
+        }
         do throws(FetchError) {
             try await origin.download(index.file, expectedBytes: index.bytes) { (bytes: ByteBuffer) async throws(FetchError) in
                 bytes.withUnsafeReadableBytes { hasher.update(bufferPointer: $0) }
                 done += Int64(bytes.readableBytes)
-                try await writing?.value.get()
-                writing = Task {
-                    await io.run { () -> Result<Void, FetchError> in
-                        do throws(FetchError) { try file.append(bytes) } catch { return .failure(error) }
-                        return .success(())
-                    }
-                }
+                batch.append(bytes)
+                batchBytes += bytes.readableBytes
+                if batchBytes >= Self.indexWriteBatch { try await submit() }
             }
+            if !batch.isEmpty { try await submit() }
             try await writing?.value.get()
             let digest = ContentHash(digest: hasher.finalize())
             guard done == index.bytes.value, digest == index.sha256 else {
