@@ -17,6 +17,14 @@ public struct ContentHash: Hashable, Sendable, Codable, CustomStringConvertible 
         self.hex = lowered
     }
 
+    /// `text` as it is, when it is already 64 lowercase hex digits (as every manifest ODRFS
+    /// writes has them): no lowercased copy, for the 200,000 hashes of a large manifest.
+    init?(lowercaseHex text: String) {
+        guard text.utf8.count == 64, text.utf8.allSatisfy({ ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9"))
+            || ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "f")) }) else { return nil }
+        self.hex = text
+    }
+
     public init(digest: SHA256.Digest) {
         self.hex = ContentHash.hexString(digest)
     }

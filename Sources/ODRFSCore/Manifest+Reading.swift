@@ -144,8 +144,7 @@ public enum ManifestReader {
             case "variant": bit = 256; variant = try optional(key, &cursor) { c throws(Failure) in try variantAssignment(&c) }
             default: bit = 0; try cursor.skipValue()
             }
-            guard seen & bit == 0 else { throw Failure(message: "'\(key)' appears twice", offset: cursor.position) }
-            seen |= bit
+            try once(bit, key, &seen)
         }
         var descriptor = PackDescriptor(id: try required(id, "id"), tags: try required(tags, "tags"), file: try required(file, "file"),
                                         bytes: try required(bytes, "bytes"), sha256: try required(sha256, "sha256"),
@@ -158,15 +157,14 @@ public enum ManifestReader {
 
     private static func packCompression(_ cursor: inout JSONCursor) throws(Failure) -> PackCompression {
         var format: String?, bytes: ByteCount?, frames: [PackCompression.Frame]?, frameTable: String?
-        var seen = Set<String>()
+        var seen: UInt16 = 0
         var object = try cursor.enterObject()
         while let key = try cursor.nextKey(&object) {
-            try once(key, &seen)
             switch key {
-            case "format": format = try inside(key, &cursor) { c throws(Failure) in try c.readString() }
-            case "bytes": bytes = try inside(key, &cursor) { c throws(Failure) in ByteCount(try c.readInteger()) }
-            case "frames": frames = try optional(key, &cursor) { c throws(Failure) in try array(&c) { c throws(Failure) in try frame(&c) } }
-            case "frameTable": frameTable = try optional(key, &cursor) { c throws(Failure) in try c.readString() }
+            case "format": try once(1, key, &seen); format = try inside(key, &cursor) { c throws(Failure) in try c.readString() }
+            case "bytes": try once(2, key, &seen); bytes = try inside(key, &cursor) { c throws(Failure) in ByteCount(try c.readInteger()) }
+            case "frames": try once(4, key, &seen); frames = try optional(key, &cursor) { c throws(Failure) in try array(&c) { c throws(Failure) in try frame(&c) } }
+            case "frameTable": try once(8, key, &seen); frameTable = try optional(key, &cursor) { c throws(Failure) in try c.readString() }
             default: try cursor.skipValue()
             }
         }
@@ -187,14 +185,13 @@ public enum ManifestReader {
 
     private static func frame(_ cursor: inout JSONCursor) throws(Failure) -> PackCompression.Frame {
         var offset: Int64?, length: Int64?, size: Int64?
-        var seen = Set<String>()
+        var seen: UInt16 = 0
         var object = try cursor.enterObject()
         while let key = try cursor.nextKey(&object) {
-            try once(key, &seen)
             switch key {
-            case "offset": offset = try inside(key, &cursor) { c throws(Failure) in try c.readInteger() }
-            case "length": length = try inside(key, &cursor) { c throws(Failure) in try c.readInteger() }
-            case "size": size = try optional(key, &cursor) { c throws(Failure) in try c.readInteger() }
+            case "offset": try once(1, key, &seen); offset = try inside(key, &cursor) { c throws(Failure) in try c.readInteger() }
+            case "length": try once(2, key, &seen); length = try inside(key, &cursor) { c throws(Failure) in try c.readInteger() }
+            case "size": try once(4, key, &seen); size = try optional(key, &cursor) { c throws(Failure) in try c.readInteger() }
             default: try cursor.skipValue()
             }
         }
@@ -249,14 +246,17 @@ public enum ManifestReader {
 
     private static func tag(_ cursor: inout JSONCursor, ids: PackIDs) throws(Failure) -> TagDescriptor {
         var tag: Tag?, priority: Double?, packs: [PackID]?
-        var seen = Set<String>()
+        var seen: UInt16 = 0
         var object = try cursor.enterObject()
         while let key = try cursor.nextKey(&object) {
-            try once(key, &seen)
             switch key {
-            case "tag": tag = try inside(key, &cursor) { c throws(Failure) in Tag(try c.readString()) }
-            case "preservationPriority": priority = try inside(key, &cursor) { c throws(Failure) in try c.readNumber() }
-            case "packs": packs = try inside(key, &cursor) { c throws(Failure) in try array(&c) { c throws(Failure) in PackID(try c.readString()) } }
+            case "tag": try once(1, key, &seen); tag = try inside(key, &cursor) { c throws(Failure) in Tag(try c.readString()) }
+            case "preservationPriority":
+                try once(2, key, &seen)
+                priority = try inside(key, &cursor) { c throws(Failure) in try c.readNumber() }
+            case "packs":
+                try once(4, key, &seen)
+                packs = try inside(key, &cursor) { c throws(Failure) in try array(&c) { c throws(Failure) in PackID(try c.readString()) } }
             default: try cursor.skipValue()
             }
         }
@@ -305,6 +305,13 @@ public enum ManifestReader {
         return value
     }
 
+    /// A member of an object read by the thousand (packs, frames, tags) seen once: one bit
+    /// each, no allocation. Unknown members are not tracked, as `JSONDecoder` ignores them.
+    private static func once(_ bit: UInt16, _ key: String, _ seen: inout UInt16) throws(Failure) {
+        guard seen & bit == 0 else { throw Failure(message: "'\(key)' appears twice", offset: nil) }
+        seen |= bit
+    }
+
     private static func once(_ key: String, _ seen: inout Set<String>) throws(Failure) {
         guard seen.insert(key).inserted else { throw Failure(message: "'\(key)' appears twice", offset: nil) }
     }
@@ -319,7 +326,7 @@ public enum ManifestReader {
     private static func hash(_ cursor: inout JSONCursor) throws(Failure) -> ContentHash {
         let position = cursor.position
         let text = try cursor.readString()
-        guard let hash = ContentHash(hex: text) else {
+        guard let hash = ContentHash(lowercaseHex: text) ?? ContentHash(hex: text) else {
             throw Failure(message: "expected 64 hex digits of a SHA-256, got \"\(text.prefix(80))\"", offset: position)
         }
         return hash
