@@ -104,10 +104,18 @@ public struct Manifest: Codable, Sendable, Equatable {
     /// from the same packs); without them the version is what it always was.
     public static func computeBundleVersion(index: ContentHash, packs: [PackDescriptor],
                                             variants: [VariantDeclaration]? = nil) -> ContentHash {
-        var text = "odrfs-bundle-v1\nindex \(index.hex)\n"
-        for pack in packs {
-            text += "pack \(pack.id.rawValue) \(pack.sha256.hex)\n"
+        // The lines are hashed as they are made (100,000 packs make 10 MB of them); the bytes
+        // are what one string of them all would be.
+        var hasher = SHA256()
+        func add(_ line: String) {
+            var line = line
+            line.withUTF8 { hasher.update(bufferPointer: UnsafeRawBufferPointer($0)) }
         }
+        add("odrfs-bundle-v1\nindex \(index.hex)\n")
+        for pack in packs {
+            add("pack \(pack.id.rawValue) \(pack.sha256.hex)\n")
+        }
+        var text = ""
         for declaration in variants ?? [] {
             text += "variant \(declaration.key) \(declaration.values.map(\.name).joined(separator: ",")) default \(declaration.defaultValue)"
             for rule in declaration.rules {
@@ -115,7 +123,8 @@ public struct Manifest: Codable, Sendable, Equatable {
             }
             text += "\n"
         }
-        return ContentHash.of(Array(text.utf8))
+        add(text)
+        return ContentHash(digest: hasher.finalize())
     }
 
     /// Parses and validates a manifest; every problem is reported with what and where.

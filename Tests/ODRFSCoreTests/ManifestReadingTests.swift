@@ -251,4 +251,15 @@ import TestSupport
         manifest.bundleVersion = Manifest.computeBundleVersion(index: manifest.index.sha256, packs: manifest.packs)
         #expect(Self.compare(manifest.encoded()) == manifest)
     }
+
+    /// The bundle version hashed line by line is the hash of all lines as one text.
+    @Test func bundleVersionIsTheHashOfItsText() {
+        let manifest = Self.rich()
+        var text = "odrfs-bundle-v1\nindex \(manifest.index.sha256.hex)\n"
+        for pack in manifest.packs { text += "pack \(pack.id.rawValue) \(pack.sha256.hex)\n" }
+        text += "variant tcf astc,etc2 default astc rule etc2 1048576 2\n"
+        #expect(Manifest.computeBundleVersion(index: manifest.index.sha256, packs: manifest.packs, variants: manifest.variants)
+                == ContentHash.of(Array(text.utf8)))
+        #expect(manifest.bundleVersion == ContentHash.of(Array(text.utf8)))
+    }
 }
