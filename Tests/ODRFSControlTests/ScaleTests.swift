@@ -44,8 +44,9 @@ import TestSupport
         #expect(answered == 1_000)
         #expect(fixture.server.connectionCount == 1_001)
         // The thread-per-connection server this replaced added 2,000 threads here. Other
-        // tests running in parallel in this process may start a few of their own.
-        #expect(after - before < 40, "threads before: \(before), after: \(after)")
+        // tests running in parallel in this process start threads of their own (mounts'
+        // FUSE workers, event loops): 56 were seen in one CI run, so the bound is 200.
+        #expect(after - before < 200, "threads before: \(before), after: \(after)")
         if ProcessInfo.processInfo.environment["ODRFS_PRINT_THREADS"] != nil { print("control threads before: \(before), after 1000 connections: \(after); RSS \(memoryBefore) KiB → \(memoryAfter) KiB (both ends of each connection)") }
 
         connections.removeAll()
