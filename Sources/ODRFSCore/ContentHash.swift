@@ -7,22 +7,19 @@ import Crypto
 public struct ContentHash: Hashable, Sendable, Codable, CustomStringConvertible {
     public let hex: String
 
-    /// Accepts 64 hex digits in either case and stores them lowercased; nil otherwise.
+    /// Accepts 64 hex digits in either case and stores them lowercased; nil otherwise. Text
+    /// already lowercase (what ODRFS writes: 200,000 hashes in a large manifest) is kept as
+    /// it is, not copied.
     public init?(hex: String) {
-        let lowered = hex.lowercased()
-        guard lowered.utf8.count == 64,
-              lowered.utf8.allSatisfy({ ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9"))
-                  || ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "f")) })
-        else { return nil }
-        self.hex = lowered
-    }
-
-    /// `text` as it is, when it is already 64 lowercase hex digits (as every manifest ODRFS
-    /// writes has them): no lowercased copy, for the 200,000 hashes of a large manifest.
-    init?(lowercaseHex text: String) {
-        guard text.utf8.count == 64, text.utf8.allSatisfy({ ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9"))
-            || ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "f")) }) else { return nil }
-        self.hex = text
+        var hasUppercase = false
+        guard hex.utf8.count == 64, hex.utf8.allSatisfy({ byte in
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"): return true
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): hasUppercase = true; return true
+            default: return false
+            }
+        }) else { return nil }
+        self.hex = hasUppercase ? hex.lowercased() : hex
     }
 
     public init(digest: SHA256.Digest) {

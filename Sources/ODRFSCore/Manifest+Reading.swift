@@ -48,10 +48,7 @@ public enum ManifestReader {
                         continue
                     }
                     let reference = try indexReference(&cursor)
-                    guard SafeRelativePath.problem(with: reference.file) == nil, reference.bytes.value >= 0,
-                          reference.bytes <= BundleLimits.maxIndexBytes, reference.entries >= 1,
-                          reference.entries <= Int(UInt32.max) else { return nil }
-                    return reference
+                    return reference.problem == nil ? reference : nil
                 }
             } catch {
                 return nil
@@ -326,7 +323,7 @@ public enum ManifestReader {
     private static func hash(_ cursor: inout JSONCursor) throws(Failure) -> ContentHash {
         let position = cursor.position
         let text = try cursor.readString()
-        guard let hash = ContentHash(lowercaseHex: text) ?? ContentHash(hex: text) else {
+        guard let hash = ContentHash(hex: text) else {
             throw Failure(message: "expected 64 hex digits of a SHA-256, got \"\(text.prefix(80))\"", offset: position)
         }
         return hash

@@ -19,15 +19,7 @@ extension Manifest {
         guard BundleLimits.chunkSizeRange.contains(chunkSize) else {
             throw ManifestError(.invalidChunkSize, "chunkSize \(chunkSize.value) is outside \(BundleLimits.chunkSizeRange.lowerBound.value)...\(BundleLimits.chunkSizeRange.upperBound.value)")
         }
-        if let problem = SafeRelativePath.problem(with: index.file) {
-            throw ManifestError(.unsafePath, "index file '\(index.file)' \(problem)")
-        }
-        guard index.bytes.value >= 0, index.entries >= 1 else {
-            throw ManifestError(.invalidSize, "index has \(index.bytes.value) bytes and \(index.entries) entries; needs at least the root entry")
-        }
-        guard index.bytes <= BundleLimits.maxIndexBytes, index.entries <= Int(UInt32.max) else {
-            throw ManifestError(.tooLarge, "index has \(index.bytes.value) bytes and \(index.entries) entries; the limits are \(BundleLimits.maxIndexBytes.value) bytes and \(UInt32.max) entries")
-        }
+        if let problem = index.problem { throw problem }
         guard packs.count <= BundleLimits.maxPackCount else {
             throw ManifestError(.tooLarge, "has \(packs.count) packs; the limit is \(BundleLimits.maxPackCount)")
         }
@@ -183,5 +175,23 @@ extension Manifest {
                 throw ManifestError(.invalidMirror, "mirrors[\(position)] is not an http(s) URL of at most \(Self.maximumMirrorURLBytes) printable ASCII characters")
             }
         }
+    }
+}
+
+extension IndexReference {
+    /// Why this reference cannot be used (a path out of the dist dir, a size or entry count
+    /// beyond ``BundleLimits``), or nil: checked by ``Manifest/decode(_:)`` and, before the
+    /// rest is decoded, by ``ManifestReader/indexReference(in:)``.
+    var problem: ManifestError? {
+        if let problem = SafeRelativePath.problem(with: file) {
+            return ManifestError(.unsafePath, "index file '\(file)' \(problem)")
+        }
+        guard bytes.value >= 0, entries >= 1 else {
+            return ManifestError(.invalidSize, "index has \(bytes.value) bytes and \(entries) entries; needs at least the root entry")
+        }
+        guard bytes <= BundleLimits.maxIndexBytes, entries <= Int(UInt32.max) else {
+            return ManifestError(.tooLarge, "index has \(bytes.value) bytes and \(entries) entries; the limits are \(BundleLimits.maxIndexBytes.value) bytes and \(UInt32.max) entries")
+        }
+        return nil
     }
 }
