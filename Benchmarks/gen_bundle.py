@@ -5,8 +5,8 @@ Every byte comes from random.Random(seed), so the same arguments always give the
 same tree (and `odrfs build` then gives a byte-identical dist dir).
 
   gen_bundle.py main DIR [--quick]   levels, a big file and a metadata tree
-  gen_bundle.py scale DIR FILES PACKS   S1: many empty files in many packs
-  gen_bundle.py tags DIR FILES DIRS     S2: many empty files, one tag per directory
+  gen_bundle.py tags DIR FILES DIRS     S1, S2, S4: many empty files, one tag per directory
+  gen_bundle.py digits DIR FILES PACKS  (or `scale`) many empty files in packs from digit tags
 """
 import os
 import random
@@ -56,11 +56,11 @@ def main_tree(root, quick):
 def scale_tree(root, files, packs):
     """`files` empty files in `packs` packs, from only a few dozen tags.
 
-    `odrfs build` matches every file (and each of its ancestors) against every
-    pattern, so 10,000 one-pack tags would cost 10^10 matches for a million files.
-    Instead pack p lives under S/d1/d2/.../dK, the decimal digits of p, and tag Dkv
-    matches "digit k is v": each pack has its own tag set, so its own pack, from
-    10*K patterns, and the tree stays shallow (matching cost grows with depth)."""
+    Pack p lives under S/d1/d2/.../dK, the decimal digits of p, and tag Dkv matches
+    "digit k is v": each pack has its own tag set, so its own pack, from 10*K patterns.
+    This was S1's and S4's shape while `odrfs build` tried every pattern on every file;
+    since it indexes patterns by literal prefix (PatternTrie), they use `tags`, a tag
+    per pack as the issue words it."""
     digits = max(1, len(str(packs - 1)))
     per_pack = max(1, files // packs)
     for p in range(packs):
@@ -94,6 +94,8 @@ def write_spec(root, tags):
 
 if __name__ == "__main__":
     kind, root = sys.argv[1], sys.argv[2]
+    if kind == "digits":
+        kind = "scale"
     if kind == "main":
         main_tree(root, "--quick" in sys.argv)
     elif kind == "tags":

@@ -2,7 +2,7 @@
 # ODRFS benchmark: one command, one table (see Benchmarks/README.md).
 #
 #   Benchmarks/run.sh [--quick] [--latency-ms N] [--no-rclone] [--keep] [--binary PATH]
-#                     [--s1-files N --s1-packs N] [--only W1,W3,W6,W7,S1,S4,W8]
+#                     [--s1-files N --s1-packs N] [--s1-shape tags|digits] [--only W1,W3,W6,W7,S1,S4,W8]
 #                     [--rounds N] [--compress zstd[:LEVEL]|none] [--chunk-size SIZE]
 #                     [--listing-modes default,always,never,auto,directories] [--s1-dir DIR]
 #
@@ -20,7 +20,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --binary) binary="$2"; shift 2 ;;
         --keep) keep=1; shift ;;
-        --latency-ms|--s1-files|--s1-packs|--only|--rounds|--compress|--chunk-size|--listing-modes|--s1-dir) args+=("$1" "$2"); shift 2 ;;
+        --latency-ms|--s1-files|--s1-packs|--s1-shape|--only|--rounds|--compress|--chunk-size|--listing-modes|--s1-dir) args+=("$1" "$2"); shift 2 ;;
         --quick|--no-rclone) args+=("$1"); shift ;;
         -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
         *) echo "run.sh: unknown option $1" >&2; exit 64 ;;

@@ -24,6 +24,8 @@ final class ControlConnection: Sendable {
     /// The peer's uid (SO_PEERCRED) and whether it may change the mount (``ControlAccess``).
     let peer: UInt32
     let mayChange: Bool
+    /// ``ControlServer/afterLargeReply``.
+    let afterLargeReply: (@Sendable () -> Void)?
     let state = Mutex(State())
 
     struct State {
@@ -39,7 +41,8 @@ final class ControlConnection: Sendable {
     }
 
     init(channel: any Channel, number: UInt64, service: any ControlService, executor: ServiceExecutor, logger: Logger,
-         peer: UInt32 = 0, mayChange: Bool = true) {
+         peer: UInt32 = 0, mayChange: Bool = true, afterLargeReply: (@Sendable () -> Void)? = nil) {
+        self.afterLargeReply = afterLargeReply
         self.peer = peer
         self.mayChange = mayChange
         self.channel = channel
@@ -100,7 +103,12 @@ final class ControlConnection: Sendable {
             channel.close(promise: nil)
             return
         }
-        channel.writeAndFlush(buffer, promise: nil)
+        guard buffer.readableBytes >= ControlServer.largeReplyBytes, let afterLargeReply else {
+            channel.writeAndFlush(buffer, promise: nil)
+            return
+        }
+        // Once the kernel has it: until then the encoded reply itself is still held.
+        channel.writeAndFlush(buffer).whenComplete { _ in afterLargeReply() }
     }
 
     /// Closes the channel once every reply sent so far is written.

@@ -28,7 +28,7 @@ extension ControlServer {
                 let number = state.nextConnection
                 state.nextConnection += 1
                 let connection = ControlConnection(channel: channel, number: number, service: service, executor: executor, logger: logger,
-                                                   peer: peer, mayChange: privileged)
+                                                   peer: peer, mayChange: privileged, afterLargeReply: afterLargeReply)
                 state.connections[number] = connection
                 // Created under the lock: `stop()` either sees it or this sees `stopped`.
                 state.tasks[number] = Task(executorPreference: executor) { [self] in

@@ -15,12 +15,13 @@ public final class ControlFixture: Sendable {
 
     /// A server whose socket is found from the fixture's directory as a mountpoint, or
     /// at `socketPath` if given.
-    public init(service: FakeControlService = FakeControlService(), maximumConnections: Int = 4096, socketPath: String? = nil) throws {
+    public init(service: FakeControlService = FakeControlService(), maximumConnections: Int = 4096, socketPath: String? = nil,
+                afterLargeReply: (@Sendable () -> Void)? = nil) throws {
         self.service = service
         directory = try TemporaryDirectory()
         let runtime = RuntimeDirectory(resolvingMountpoint: directory.path)
         server = ControlServer(socketPath: socketPath ?? runtime.controlSocket, service: service, logger: Logger(label: "test.control"),
-                               maximumConnections: maximumConnections)
+                               maximumConnections: maximumConnections, afterLargeReply: afterLargeReply)
         try server.start()
     }
 

@@ -35,8 +35,9 @@ public final class FakeControlService: ControlService {
     public let events = MountEvents()
     private let state: Mutex<State>
 
-    /// Packs: `base` (local), `Iceland` (local), `Italy`, `Italy+Rome` (shared), `Rome`.
-    public init(stepDelay: Duration = .milliseconds(20), maximumInUse: Int64 = 1_000_000) {
+    /// Packs: `base` (local), `Iceland` (local), `Italy`, `Italy+Rome` (shared), `Rome`,
+    /// `Huge`, then `extraPacks` more (`T00000`, …, one tag each), for large replies.
+    public init(stepDelay: Duration = .milliseconds(20), maximumInUse: Int64 = 1_000_000, extraPacks: Int = 0) {
         self.stepDelay = stepDelay
         self.maximumInUse = maximumInUse
         state = Mutex(State(packs: [
@@ -46,7 +47,10 @@ public final class FakeControlService: ControlService {
             Pack(id: "Italy+Rome", tags: ["Italy", "Rome"], bytes: 500, isLocal: false),
             Pack(id: "Rome", tags: ["Rome"], bytes: 300, isLocal: false),
             Pack(id: "Huge", tags: ["Huge"], bytes: 5_000_000, isLocal: false),
-        ]))
+        ] + (0..<extraPacks).map { n in
+            let name = "T" + String(repeating: "0", count: max(0, 5 - String(n).count)) + String(n)
+            return Pack(id: name, tags: [name], bytes: 1_000, isLocal: false)
+        }))
         state.withLock { $0.retains = Array(repeating: 0, count: $0.packs.count) }
     }
 

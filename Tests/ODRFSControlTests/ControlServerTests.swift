@@ -1,6 +1,7 @@
 import ControlTestSupport
 import Foundation
 import ODRFSControl
+import Synchronization
 import Testing
 import TestSupport
 
@@ -11,6 +12,28 @@ import TestSupport
         let reply = try await client.call(.status)
         #expect(reply.status?.packs.map(\.id) == ["base", "Iceland", "Italy", "Italy+Rome", "Rome", "Huge"])
         #expect(reply.status?.tags.first { $0.tag == "Italy" }?.packs == ["Italy", "Italy+Rome"])
+        client.close()
+        await fixture.stop()
+    }
+
+    /// The daemon trims its heap after a large reply (issue 28: a status of 100,000 packs
+    /// left it 150 MiB larger per call); small replies, the common case, never trim.
+    @Test func largeRepliesCallTheHookOnceWritten() async throws {
+        let calls = Atomic<Int>(0)
+        let fixture = try ControlFixture(service: FakeControlService(extraPacks: 10_000),
+                                         afterLargeReply: { calls.add(1, ordering: .relaxed) })
+        let client = try await ControlClient.connect(mountpoint: fixture.mountpoint)
+        let small = try await client.call(.priorityGet(tags: ["Italy"]))
+        #expect(small.ok == true)
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(calls.load(ordering: .relaxed) == 0, "a small reply called the hook")
+        let reply = try await client.call(.status)
+        let packs = try #require(reply.status?.packs)
+        #expect(packs.count == 10_006)
+        #expect(ControlProtocol.encode(reply).count >= ControlServer.largeReplyBytes, "the status is not large enough to test with")
+        #expect(await eventually { calls.load(ordering: .relaxed) == 1 }, "the hook was not called after a large reply")
+        _ = try await client.call(.status)
+        #expect(await eventually { calls.load(ordering: .relaxed) == 2 })
         client.close()
         await fixture.stop()
     }

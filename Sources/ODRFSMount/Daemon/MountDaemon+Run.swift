@@ -1,4 +1,3 @@
-import CGlibcExtras
 import Foundation
 import Logging
 import ODRFSRuntime
@@ -15,14 +14,12 @@ extension MountDaemon {
     /// or with the error if the session stops before that. Returns whether the
     /// mount ever became ready.
     ///
-    /// Once ready, the heap's free memory goes back to the kernel (`malloc_trim`, on the I/O
-    /// executor: it walks every arena): start-up frees tens of MiB (the file index read and
-    /// validated on several threads) that glibc would otherwise keep resident for the life of
-    /// the mount (issue 28: 53 → 30 MiB of RssAnon on a 1,000,000-file bundle).
+    /// Once ready, the heap's free memory goes back to the kernel (``HeapRelease``): start-up
+    /// frees tens of MiB that glibc would otherwise keep resident for the life of the mount.
     @discardableResult
     public func run(onReady: @escaping @Sendable (Result<Void, MountError>) -> Void = { _ in }) async -> Bool {
         let readiness = ReadinessLatch { result in
-            if case .success = result { IOExecutor.cache.submit { _ = odrfs_release_free_heap() } }
+            if case .success = result { HeapRelease.shared.request() }
             onReady(result)
         }
         var watchers: [ServiceGroupConfiguration.ServiceConfiguration] = []

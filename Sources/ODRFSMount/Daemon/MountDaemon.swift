@@ -65,7 +65,8 @@ public final class MountDaemon: Sendable {
                                                                   passthrough: session.passthrough, transport: session.transport)
                                          }),
             logger: logger,
-            access: shared ? .everyLocalUser(owner: geteuid()) : .ownerOnly(geteuid())
+            access: shared ? .everyLocalUser(owner: geteuid()) : .ownerOnly(geteuid()),
+            afterLargeReply: HeapRelease.shared.request
         )
         self.logger = logger
     }
