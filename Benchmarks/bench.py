@@ -361,9 +361,11 @@ def s1_dir():
 
 def run_scale(origin):
     files, packs = (10_000, 100) if A.quick else (A.s1_files, A.s1_packs)
-    r = {"S1 files": files}
+    r = {"S1 files": files, "S1 shape": f"{packs:,} tags" if A.s1_shape == "tags" else "digit tags"}
     src, dist = f"{s1_dir()}/src", f"{s1_dir()}/dist"
-    stamp = f"{s1_dir()}/built-{A.s1_shape}-{files}-{packs}"
+    # A tree kept with --s1-dir is reused only in the shape asked for ("digits" trees kept
+    # before session 16 have the stamp without a shape); another shape replaces it.
+    stamp = f"{s1_dir()}/built-{files}-{packs}" if A.s1_shape == "digits" else f"{s1_dir()}/built-{A.s1_shape}-{files}-{packs}"
     if os.path.exists(stamp):
         r["S1 gen"] = r["S1 build"] = float("nan")   # kept from an earlier run (--s1-dir)
     else:
@@ -681,7 +683,7 @@ def table(res, scale, has_rclone, update=None):
     if s:
         # S4 (ten million files, issue 28) has bars of its own: ready in 2 s, 300 MiB.
         name, seconds, mib = ("S4", 2, 300) if s["S1 files"] >= 10_000_000 else ("S1", 1, 150)
-        s1(f"{name} mount, {s['S1 files']:,} files", "s", f"{s['S1 mount']:.2f}", f"< {seconds} s", s["S1 mount"] < seconds)
+        s1(f"{name} mount, {s['S1 files']:,} files ({s['S1 shape']})", "s", f"{s['S1 mount']:.2f}", f"< {seconds} s", s["S1 mount"] < seconds)
         s1(f"{name} daemon VmRSS after mount", "MiB", f"{s['S1 rss mount']:.0f}", f"< {mib} MiB", s["S1 rss mount"] < mib)
         s1(f"{name} find | wc -l ({s['S1 entries']:,})", "s", f"{s['S1 find']:.2f}")
         s1(f"{name} daemon VmRSS after find", "MiB", f"{s['S1 rss find']:.0f}", f"< {mib} MiB", s["S1 rss find"] < mib)

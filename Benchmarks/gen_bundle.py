@@ -94,11 +94,11 @@ def write_spec(root, tags):
 
 if __name__ == "__main__":
     kind, root = sys.argv[1], sys.argv[2]
-    if kind == "digits":
-        kind = "scale"
     if kind == "main":
         main_tree(root, "--quick" in sys.argv)
     elif kind == "tags":
         tag_tree(root, int(sys.argv[3]), int(sys.argv[4]))
-    else:
+    elif kind in ("digits", "scale"):
         scale_tree(root, int(sys.argv[3]), int(sys.argv[4]))
+    else:
+        sys.exit(f"gen_bundle.py: unknown kind {kind!r} (main, tags, digits)")

@@ -96,18 +96,24 @@ final class ControlConnection: Sendable {
 
     /// On the event loop.
     private func write(_ buffer: ByteBuffer, droppable: Bool) {
-        guard channel.isActive else { return }
+        // A large reply dropped (the client left while it was built) is memory freed all the same.
+        let large = buffer.readableBytes >= ControlServer.largeReplyBytes
+        guard channel.isActive else {
+            if large { afterLargeReply?() }
+            return
+        }
         guard channel.isWritable else {
+            if large { afterLargeReply?() }
             guard !droppable else { return }
             logger.warning("control client is not reading its replies; disconnecting", metadata: ["control.limit": "\(ControlServer.outboundLimit)"])
             channel.close(promise: nil)
             return
         }
-        guard buffer.readableBytes >= ControlServer.largeReplyBytes, let afterLargeReply else {
+        guard large, let afterLargeReply else {
             channel.writeAndFlush(buffer, promise: nil)
             return
         }
-        // Once the kernel has it: until then the encoded reply itself is still held.
+        // Once the kernel has it (or the write failed): until then the encoded reply is held.
         channel.writeAndFlush(buffer).whenComplete { _ in afterLargeReply() }
     }
 

@@ -46,7 +46,8 @@ public final class ControlServer: Sendable {
     /// Connections cost memory, not threads, but descriptors are finite: a client that
     /// opens connections in a loop must not exhaust the daemon.
     let maximumConnections: Int
-    /// Called on the event loop once a reply of at least ``largeReplyBytes`` is written.
+    /// Called on the event loop once a reply of at least ``largeReplyBytes`` is written, or
+    /// dropped because its client went away.
     let afterLargeReply: (@Sendable () -> Void)?
     private let sharedGroup: (any EventLoopGroup)?
     let state = Mutex(State())
@@ -68,7 +69,8 @@ public final class ControlServer: Sendable {
     /// others may enter (`sharedDirectory`). Connections beyond `maximumConnections` at once
     /// are answered `too-many-connections` and closed. Without an `eventLoopGroup` the
     /// server runs its own one-thread group. `afterLargeReply` runs on the event loop each
-    /// time a reply of ``largeReplyBytes`` or more has been written to its client: the daemon
+    /// time a reply of ``largeReplyBytes`` or more has been written to its client (or dropped,
+    /// the client gone): the daemon
     /// hands the memory that encoding it took back to the system (a status of 100,000 packs
     /// is about 20 MB of JSON, and left glibc's arenas 150 MiB larger per call).
     public init(socketPath: String, service: any ControlService, logger: Logger, access: ControlAccess? = nil,

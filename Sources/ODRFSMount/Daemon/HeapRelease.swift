@@ -2,8 +2,8 @@ import CGlibcExtras
 import ODRFSRuntime
 import Synchronization
 
-/// Hands the heap's free memory back to the kernel (`malloc_trim`), on the I/O executor
-/// (it walks every arena, a few milliseconds to tens of them), at most one at a time.
+/// Hands the heap's free memory back to the kernel (`malloc_trim`) on the I/O executor,
+/// one trim at a time: it walks every arena, holding each one's lock while it returns pages.
 ///
 /// glibc keeps what a thread frees in that thread's arena. Two moments free a lot at once:
 /// the end of start-up (the file index read and validated on several threads: 53 → 30 MiB
@@ -11,31 +11,63 @@ import Synchronization
 /// status` of 100,000 packs encodes about 20 MB of JSON; each call left the daemon 150 MiB
 /// larger, 190 → 340 → 484 MiB, until trimmed).
 ///
-/// Requests while one is queued or running are folded into it, so a client polling status
-/// in a loop costs one trim at a time, not a queue of them.
+/// Requests while a trim is queued fold into it; requests while one runs ask for exactly one
+/// more after it (what was freed meanwhile is then returned too). A client polling status in
+/// a loop thus costs at most one trim running and one waiting, never a queue of them or two
+/// in parallel.
 final class HeapRelease: Sendable {
     /// The daemon's one instance.
     static let shared = HeapRelease()
 
-    private let queued = Mutex(false)
-    /// Trims done, for tests.
-    private let count = Atomic<Int>(0)
-
-    /// Asks for a trim soon; returns at once.
-    @Sendable func request() {
-        let first = queued.withLock { queued -> Bool in
-            defer { queued = true }
-            return !queued
-        }
-        guard first else { return }
-        IOExecutor.cache.submit { [self] in
-            // Cleared before the trim: memory freed while it runs asks for another.
-            queued.withLock { $0 = false }
-            _ = odrfs_release_free_heap()
-            count.add(1, ordering: .relaxed)
-        }
+    private enum Phase {
+        case idle
+        case queued
+        case running
+        /// Running, and asked for again since it started.
+        case runningAndRequested
     }
 
-    /// How many trims have run.
-    var trims: Int { count.load(ordering: .relaxed) }
+    private let phase = Mutex(Phase.idle)
+    private let completed = Atomic<Int>(0)
+    private let trim: @Sendable () -> Void
+
+    /// `trim` is glibc's `malloc_trim(0)` outside tests.
+    init(trim: @escaping @Sendable () -> Void = { _ = odrfs_release_free_heap() }) {
+        self.trim = trim
+    }
+
+    /// Asks for a trim soon; returns at once.
+    func request() {
+        let submit = phase.withLock { phase -> Bool in
+            switch phase {
+            case .idle:
+                phase = .queued
+                return true
+            case .running:
+                phase = .runningAndRequested
+                return false
+            case .queued, .runningAndRequested:
+                return false
+            }
+        }
+        if submit { IOExecutor.cache.submit { [self] in run() } }
+    }
+
+    private func run() {
+        phase.withLock { $0 = .running }
+        trim()
+        completed.add(1, ordering: .relaxed)
+        let again = phase.withLock { phase -> Bool in
+            guard case .runningAndRequested = phase else {
+                phase = .idle
+                return false
+            }
+            phase = .queued
+            return true
+        }
+        if again { IOExecutor.cache.submit { [self] in run() } }
+    }
+
+    /// Trims run so far.
+    var trims: Int { completed.load(ordering: .relaxed) }
 }
