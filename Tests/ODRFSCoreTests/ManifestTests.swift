@@ -109,6 +109,13 @@ import TestSupport
         }
         Self.expectError(.inconsistent, containing: "does not match its tags") { $0.packs[1].tags = [Tag("Level2")] }
         Self.expectError(.inconsistent, containing: "lists packs") { $0.tags[1].packs = [PackID("Level2")] }
+        // Each way a tag's list can differ from its holders, with the holders named.
+        let holders = "the packs holding it are [\"Level1+Level2\", \"Level2\"]"
+        Self.expectError(.inconsistent, containing: holders) { $0.tags[1].packs = [PackID("Level1+Level2")] }
+        Self.expectError(.inconsistent, containing: holders) { $0.tags[1].packs = [PackID("Level2"), PackID("Level1+Level2")] }
+        Self.expectError(.inconsistent, containing: holders) { $0.tags[1].packs.append(PackID("Level1")) }
+        Self.expectError(.inconsistent, containing: holders) { $0.tags[1].packs = [] }
+        Self.expectError(.inconsistent, containing: "tag 'Level1' lists packs") { $0.tags[0].packs.removeFirst() }
         Self.expectError(.inconsistent, containing: "bundleVersion", keepVersion: true) { $0.packs[1].sha256 = Self.hash("other") }
     }
 }

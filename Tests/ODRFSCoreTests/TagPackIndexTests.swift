@@ -31,6 +31,33 @@ import Testing
         #expect(index.declares(ODRFSCore.Tag("D")) && !index.declares(ODRFSCore.Tag("E")))
     }
 
+    /// The flat table (issue 28) against the linear scans, on random tag sets: tags named
+    /// twice by one pack, tags only packs name, declared tags without packs.
+    @Test func randomManifestsAnswerAsTheScansDo() {
+        var rng = SystemRandomNumberGenerator()
+        let names = (0..<30).map { ODRFSCore.Tag("T\($0)") }
+        for _ in 0..<50 {
+            let packs = (0..<Int.random(in: 1...120, using: &rng)).map { n in
+                let tags = (0..<Int.random(in: 0...4, using: &rng)).map { _ in names.randomElement(using: &rng)! }
+                return PackDescriptor(id: PackID("p\(n)"), tags: tags, file: "packs/\(n).tar", bytes: ByteCount(1),
+                                      sha256: ContentHash.of([UInt8(n & 0xFF)]), chunks: [], files: 1)
+            }
+            let declared = names.filter { _ in Bool.random(using: &rng) }
+            let manifest = Manifest(bundleVersion: ContentHash.of([]), chunkSize: ByteCount(1024),
+                                    index: IndexReference(file: "index/i.odrx", bytes: ByteCount(1), sha256: ContentHash.of([9]), entries: 1),
+                                    packs: packs, tags: declared.map { TagDescriptor(tag: $0, packs: []) }, initialInstall: [], prefetch: [])
+            let index = TagPackIndex(manifest)
+            for tag in names + [ODRFSCore.Tag("absent")] {
+                #expect(index.packs(for: tag) == manifest.packs(for: tag), "tag \(tag)")
+                #expect(index.declares(tag) == declared.contains(tag))
+            }
+            let asked = (0..<5).map { _ in names.randomElement(using: &rng)! }
+            var seen: Set<PackNumber> = []
+            let expected = asked.flatMap { manifest.packs(for: $0) }.filter { seen.insert($0).inserted }
+            #expect(index.packs(for: asked) == expected)
+        }
+    }
+
     @Test func severalTagsNameEachPackOnceInFirstNamedOrder() {
         let index = TagPackIndex(Self.manifest())
         // B names packs 2 (A+B) and 3 (B); A then adds 1 only.
