@@ -133,16 +133,28 @@ struct JSONCursor {
         guard peek() == UInt8(ascii: "\"") else { throw failure("expected a string, found \(nextKind())") }
         let start = position + 1
         var end = start
+        var allBits: UInt8 = 0
         // Fast path: no escapes, the common case for every string ODRFS writes.
         while end < bytes.count {
             let byte = bytes[end]
             if byte == UInt8(ascii: "\"") {
-                guard let text = String(validating: UnsafeRawBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self) else {
-                    throw Failure(message: "a string is not valid UTF-8", offset: start)
+                let text: String
+                let raw = UnsafeRawBufferPointer(rebasing: bytes[start..<end])
+                if allBits < 0x80 {
+                    // ASCII is valid UTF-8 as it is. `String(validating:as:)` is generic and
+                    // looked up type metadata on every call: a third of reading a 71 MB
+                    // manifest (700,000 strings at 100,000 tags, issue 28).
+                    text = String(decoding: raw.assumingMemoryBound(to: UInt8.self), as: UTF8.self)
+                } else {
+                    guard let validated = String(validating: raw, as: UTF8.self) else {
+                        throw Failure(message: "a string is not valid UTF-8", offset: start)
+                    }
+                    text = validated
                 }
                 position = end + 1
                 return text
             }
+            allBits |= byte
             if byte == UInt8(ascii: "\\") { break }
             guard byte >= 0x20 else { throw Failure(message: "a control character in a string", offset: end) }
             end += 1
