@@ -144,7 +144,7 @@ struct JSONCursor {
                     // ASCII is valid UTF-8 as it is. `String(validating:as:)` is generic and
                     // looked up type metadata on every call: a third of reading a 71 MB
                     // manifest (700,000 strings at 100,000 tags, issue 28).
-                    text = String(decoding: raw.assumingMemoryBound(to: UInt8.self), as: UTF8.self)
+                    text = raw.withMemoryRebound(to: UInt8.self) { String(decoding: $0, as: UTF8.self) }
                 } else {
                     guard let validated = String(validating: raw, as: UTF8.self) else {
                         throw Failure(message: "a string is not valid UTF-8", offset: start)

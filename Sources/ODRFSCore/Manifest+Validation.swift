@@ -135,6 +135,10 @@ extension Manifest {
     private func validateTags() throws(ManifestError) {
         var places: [Tag: Int] = [:]
         places.reserveCapacity(tags.count)
+        // Tags sort by bytes but compare as Strings do (canonically): "e\u{301}" and "\u{e9}"
+        // are two declared tags and one key. Each such later name must list what the first
+        // lists, which the packs then check, as when every tag's holders were compared.
+        var aliases: [(position: Int, first: Int)] = []
         for (position, descriptor) in tags.enumerated() {
             if let problem = descriptor.tag.validationProblem {
                 throw ManifestError(.invalidTag, "tag '\(descriptor.tag)': \(problem)")
@@ -146,7 +150,11 @@ extension Manifest {
                 throw ManifestError(.priorityOutOfRange,
                                     "tag '\(descriptor.tag)' has preservationPriority \(descriptor.preservationPriority), outside 0...1")
             }
-            places[descriptor.tag] = position
+            if let first = places[descriptor.tag] {
+                aliases.append((position, first))
+            } else {
+                places[descriptor.tag] = position
+            }
         }
         // Each tag lists exactly the packs holding it, in pack order. One pass over the packs
         // matches every holder against the next pack its tag lists, instead of building each
@@ -161,8 +169,11 @@ extension Manifest {
                 matched[place] += 1
             }
         }
-        for (place, descriptor) in tags.enumerated() where matched[place] != descriptor.packs.count {
+        for (place, descriptor) in tags.enumerated() where places[descriptor.tag] == place && matched[place] != descriptor.packs.count {
             throw holdersMismatch(descriptor)
+        }
+        for (position, first) in aliases where tags[position].packs != tags[first].packs {
+            throw holdersMismatch(tags[position])
         }
     }
 

@@ -70,6 +70,7 @@ public struct TagPackIndex: Sendable {
         self.numbersByID = numbersByID
     }
 
+    /// Whether the manifest declares `tag` (in its `tags` list; a declared tag may have no pack).
     public func declares(_ tag: Tag) -> Bool {
         positions[tag].map { $0 < declaredCount } ?? false
     }

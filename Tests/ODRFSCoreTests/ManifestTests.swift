@@ -26,6 +26,25 @@ import TestSupport
         return manifest
     }
 
+    /// "e\u{301}" and "\u{e9}" sort as two tags (by bytes) but are one key (Strings compare
+    /// canonically): each must list the packs holding either, as when every tag's holders
+    /// were compared, before validation matched pack lists in one pass (session 16).
+    @Test func canonicallyEqualTagsEachListTheirHolders() throws {
+        let accented = Self.pack(["\u{e9}"], bytes: 1)
+        func manifest(decomposedLists packs: [PackID]) -> Manifest {
+            var manifest = Self.valid()
+            manifest.packs.append(accented)
+            manifest.tags += [TagDescriptor(tag: Tag("e\u{301}"), packs: packs), TagDescriptor(tag: Tag("\u{e9}"), packs: [accented.id])]
+            manifest.bundleVersion = Manifest.computeBundleVersion(index: manifest.index.sha256, packs: manifest.packs)
+            return manifest
+        }
+        let accepted = try Manifest.decode(manifest(decomposedLists: [accented.id]).encoded())
+        #expect(accepted.tags.count == 4)
+        for wrong in [[], [PackID("Level2")], [accented.id, accented.id]] {
+            #expect(throws: ManifestError.self, "accepted \(wrong)") { try Manifest.decode(manifest(decomposedLists: wrong).encoded()) }
+        }
+    }
+
     /// Re-signs the bundle version so that only the intended problem is left.
     static func expectError(_ kind: ManifestError.Kind, containing text: String, keepVersion: Bool = false,
                             _ change: (inout Manifest) -> Void) {

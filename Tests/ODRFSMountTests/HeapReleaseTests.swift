@@ -1,4 +1,5 @@
 import Foundation
+import ODRFSRuntime
 @testable import ODRFSMount
 import Synchronization
 import Testing
@@ -7,25 +8,30 @@ import Testing
 @Suite(.timeLimit(.minutes(1))) struct HeapReleaseTests {
     /// A trim that takes a while and records how many ran at once.
     final class SlowTrim: Sendable {
+        let started = Atomic<Int>(0)
         let running = Atomic<Int>(0)
         let mostAtOnce = Atomic<Int>(0)
         let gate = Mutex(true)
 
         func trim() {
+            started.add(1, ordering: .relaxed)
             let now = running.add(1, ordering: .relaxed).newValue
             _ = mostAtOnce.max(now, ordering: .relaxed)
-            // Held while a test keeps `gate` closed (bounded: a failing test does not hang).
-            for _ in 0..<500 where gate.withLock({ $0 }) { usleep(2_000) }
+            // Held while the test keeps `gate` closed: up to 20 s, longer than the suite's
+            // load has starved the test's own task (over 10 s), yet a failing test ends.
+            for _ in 0..<10_000 where gate.withLock({ $0 }) { usleep(2_000) }
             running.subtract(1, ordering: .relaxed)
         }
     }
 
     @Test func requestsFoldIntoOneTrimAndOneMore() async throws {
         let slow = SlowTrim()
-        let release = HeapRelease(trim: { slow.trim() })
+        // An executor of its own: the suite's mounts keep the shared one busy for seconds.
+        let io = IOExecutor(name: "heap-release-test", threads: 2)
+        let release = HeapRelease(io: io, trim: { slow.trim() })
         release.request()
         // The first trim is running (held at the gate) before more requests come.
-        #expect(await waitUntil { slow.running.load(ordering: .relaxed) == 1 })
+        #expect(await waitUntil { slow.started.load(ordering: .relaxed) == 1 })
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<200 { group.addTask { release.request() } }
         }

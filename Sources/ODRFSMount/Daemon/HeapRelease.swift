@@ -30,9 +30,11 @@ final class HeapRelease: Sendable {
     private let phase = Mutex(Phase.idle)
     private let completed = Atomic<Int>(0)
     private let trim: @Sendable () -> Void
+    private let io: IOExecutor
 
-    /// `trim` is glibc's `malloc_trim(0)` outside tests.
-    init(trim: @escaping @Sendable () -> Void = { _ = odrfs_release_free_heap() }) {
+    /// `trim` is glibc's `malloc_trim(0)` and `io` the cache's executor outside tests.
+    init(io: IOExecutor = .cache, trim: @escaping @Sendable () -> Void = { _ = odrfs_release_free_heap() }) {
+        self.io = io
         self.trim = trim
     }
 
@@ -50,7 +52,7 @@ final class HeapRelease: Sendable {
                 return false
             }
         }
-        if submit { IOExecutor.cache.submit { [self] in run() } }
+        if submit { io.submit { [self] in run() } }
     }
 
     private func run() {
@@ -65,7 +67,7 @@ final class HeapRelease: Sendable {
             phase = .queued
             return true
         }
-        if again { IOExecutor.cache.submit { [self] in run() } }
+        if again { io.submit { [self] in run() } }
     }
 
     /// Trims run so far.
