@@ -73,6 +73,32 @@ struct MountMetadataBudgetTests {
         #expect(text.contains("\(onDisk) pinned in file indexes and manifest"), "\(text)")
     }
 
+    /// The mount's manager is built while the index downloads (session 16); it measures the
+    /// pinned metadata again once the index is in place, before the initial install purges
+    /// by that figure: status has it right from the first answer, not after maintenance.
+    @Test("status counts the downloaded file index and the manifest as soon as the mount is ready")
+    func metadataIsMeasuredBeforeReady() async throws {
+        let fixture = try await makeFixture()
+        // The index is held back by the origin, so the manager is built before it arrives.
+        let manifest = try fixture.manifest
+        let origin = try await onFreePort { port in
+            try await StallingOrigin(serving: fixture.dist, in: fixture.root + "/origin", stalled: [manifest.index.file],
+                                     stallAfter: 0, port: port)
+        }
+        defer { origin.release() }
+        let flag = origin.flag
+        let releasing = Task {
+            try? await Task.sleep(for: .seconds(1))
+            _ = FileManager.default.createFile(atPath: flag, contents: nil)
+        }
+        try await fixture.mount(origin: origin.url)
+        await releasing.value
+        let onDisk = metadataOnDisk(fixture)
+        #expect(onDisk > manifest.index.bytes.value)
+        let cache = try await cacheStatus(fixture)
+        #expect(number(cache["metadataBytes"]) == onDisk, "status: \(cache), on disk: \(onDisk)")
+    }
+
     @Test("an update keeps the current and the replaced revision's index, the next one deletes the oldest, a remount keeps only the current one")
     func updatesReleaseOldIndexes() async throws {
         let fixture = try await makeFixture()

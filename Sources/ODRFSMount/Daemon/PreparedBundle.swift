@@ -74,11 +74,15 @@ struct PreparedBundle: Sendable {
             do throws(MountError) { variants = try variantRequest(configuration, for: manifest) } catch {
                 early?.cancel()
                 await earlyIndex?.cancel()
+                _ = await early?.value
                 throw error
             }
             let firstManager = manifest.variantDeclarations.isEmpty
-                ? Task { () -> Result<MountedRevision.FirstManager, StoreError> in
+                ? Task { () -> Result<MountedRevision.FirstManager, StoreError>? in
                     _ = await early?.value
+                    // A load that failed meanwhile: no manager, so no reconciliation with the
+                    // cache and no trace session for a revision that is never served.
+                    guard !Task.isCancelled else { return nil }
                     do throws(StoreError) {
                         return .success(try await MountedRevision.firstManager(manifest: manifest, variants: variants, store: store,
                                                                                origin: origin, wire: wire, settings: settings))
@@ -102,6 +106,7 @@ struct PreparedBundle: Sendable {
                 }
             } catch {
                 early?.cancel()
+                firstManager?.cancel()
                 _ = await firstManager?.value   // nothing of the loading outlives it
                 throw error
             }
@@ -142,6 +147,8 @@ struct PreparedBundle: Sendable {
                         revision = MountedRevision.assemble(first, published: published, view: view, variants: variants, settings: settings)
                     case .failure(let error):
                         throw MountError("cannot read the cache index: \(error)")
+                    case nil:
+                        throw MountError("the mount was cancelled while it loaded")
                     }
                 } else {
                     do {
@@ -153,6 +160,7 @@ struct PreparedBundle: Sendable {
                 }
             } catch {
                 early?.cancel()
+                firstManager?.cancel()
                 _ = await firstManager?.value
                 _ = await saving.value   // nothing of the loading outlives it
                 throw error
@@ -165,7 +173,13 @@ struct PreparedBundle: Sendable {
             // and the saved manifest names the new one (removed before, a failed save would
             // leave the cache's manifest without its index).
             let currentIndex = manifest.index.sha256
-            await io.run { _ = store.removeIndexes(keeping: [currentIndex]) }
+            // Measured again now that the new index is in `index/` and old ones are gone: a
+            // manager built while the index downloaded counted the cache without it, and the
+            // initial install below purges by that figure.
+            await io.run {
+                _ = store.removeIndexes(keeping: [currentIndex])
+                revision.manager.measureMetadata()
+            }
             try await InitialInstall.run(manager: revision.manager, progress: progress)
             return PreparedBundle(revision: revision, isSigned: loaded.signature != nil)
     }

@@ -86,16 +86,6 @@ public final class MountedRevision: Sendable {
         PackDownloader(origin: origin, store: store, chunkSize: chunkSize, wire: wire, logger: logger)
     }
 
-    /// Builds the revision serving `view` (``VariantRequest/view(of:)`` of `published`),
-    /// whose manifest and index are checked against each other and whose packs `store`
-    /// holds or will hold. Reconciling the manager with the cache reads the
-    /// cache index (SQLite): on `settings.io`.
-    ///
-    /// - `wire`: the byte counter of the mount (the one the file index was fetched with).
-    /// - `succeeding`: nil at mount — the mount's first manager, alone on the store, defers
-    ///   re-hashing to the background. At an update, the revision replaced: its access times
-    ///   and priorities are saved first and read by the new manager, which also takes over its
-    ///   event stream, last update check and, in the view, its open files and inode numbers.
     /// A first revision's manager, built before its file index has arrived
     /// (``firstManager(manifest:variants:store:origin:wire:settings:)``).
     struct FirstManager: Sendable {
@@ -147,6 +137,16 @@ public final class MountedRevision: Sendable {
                                fileSystem: fileSystem, downloader: first.downloader)
     }
 
+    /// Builds the revision serving `view` (``VariantRequest/view(of:)`` of `published`),
+    /// whose manifest and index are checked against each other and whose packs `store`
+    /// holds or will hold. Reconciling the manager with the cache reads the
+    /// cache index (SQLite): on `settings.io`.
+    ///
+    /// - `wire`: the byte counter of the mount (the one the file index was fetched with).
+    /// - `succeeding`: nil at mount — the mount's first manager, alone on the store, defers
+    ///   re-hashing to the background. At an update, the revision replaced: its access times
+    ///   and priorities are saved first and read by the new manager, which also takes over its
+    ///   event stream, last update check and, in the view, its open files and inode numbers.
     static func make(published: PublishedRevision, view: VariantView, variants: VariantRequest, store: PackStore,
                      origin: any Origin, wire: WireByteCounter, settings: Settings,
                      succeeding: Succession?) async throws(StoreError) -> MountedRevision {
