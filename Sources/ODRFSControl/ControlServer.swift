@@ -69,10 +69,10 @@ public final class ControlServer: Sendable {
     /// others may enter (`sharedDirectory`). Connections beyond `maximumConnections` at once
     /// are answered `too-many-connections` and closed. Without an `eventLoopGroup` the
     /// server runs its own one-thread group. `afterLargeReply` runs on the event loop each
-    /// time a reply of ``largeReplyBytes`` or more has been written to its client (or dropped,
-    /// the client gone): the daemon
-    /// hands the memory that encoding it took back to the system (a status of 100,000 packs
-    /// is about 20 MB of JSON, and left glibc's arenas 150 MiB larger per call).
+    /// time a reply of ``largeReplyBytes`` or more has been written to its client (or
+    /// dropped, the client gone), and must not block: the daemon hands the memory that
+    /// encoding it took back to the system from there (a status of 100,000 packs is about
+    /// 20 MB of JSON, and left glibc's arenas 150 MiB larger per call).
     public init(socketPath: String, service: any ControlService, logger: Logger, access: ControlAccess? = nil,
                 maximumConnections: Int = 4096, eventLoopGroup: (any EventLoopGroup)? = nil,
                 afterLargeReply: (@Sendable () -> Void)? = nil) {

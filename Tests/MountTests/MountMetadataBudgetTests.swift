@@ -86,13 +86,17 @@ struct MountMetadataBudgetTests {
                                      stallAfter: 0, port: port)
         }
         defer { origin.release() }
-        let flag = origin.flag
-        let releasing = Task {
-            try? await Task.sleep(for: .seconds(1))
+        // Released from a thread of its own (the cooperative pool may be starved for seconds
+        // under the suite's load): once the index has stalled, and half a second later, for
+        // the manager to be built meanwhile.
+        let (flag, stalling) = (origin.flag, origin.stallingMarker)
+        DispatchQueue.global().async {
+            for _ in 0..<3_000 where !FileManager.default.fileExists(atPath: stalling) { usleep(10_000) }
+            usleep(500_000)
             _ = FileManager.default.createFile(atPath: flag, contents: nil)
         }
         try await fixture.mount(origin: origin.url)
-        await releasing.value
+        #expect(FileManager.default.fileExists(atPath: stalling), "the origin never held the index back")
         let onDisk = metadataOnDisk(fixture)
         #expect(onDisk > manifest.index.bytes.value)
         let cache = try await cacheStatus(fixture)

@@ -59,7 +59,7 @@ struct MountStallTests {
             try await StallingOrigin(serving: outer.dist, in: outer.root + "/origin", stalled: stalledFiles, stallAfter: 0, port: port)
         }
         try await outer.mount(origin: origin.url, extra: ["--fetch-timeout", "60"])
-        try await inner.mount(origin: outer.mountpoint, extra: ["--fetch-timeout", "10"])
+        try await inner.mount(origin: outer.mountpoint, extra: ["--fetch-timeout", "20"])
         // If the test stops early, the fixtures' deinits unmount both lazily.
         defer { origin.release() }
 
@@ -77,7 +77,7 @@ struct MountStallTests {
         #expect(cats.allSatisfy { $0.isRunning }, "a reader did not wait for its stuck pack")
 
         // An operation held up by the stuck downloads would wait for the inner mount's
-        // --fetch-timeout (10 s); one that is not answers in milliseconds (see the printed
+        // --fetch-timeout (20 s); one that is not answers in milliseconds (see the printed
         // times). The bound sits between the two, on top of what starting a tool costs right
         // now: the whole suite in parallel on two cores has made a spawn take 0.2 s and an
         // `ls -lR` of the tree 1.85 s (CI, session 15).
@@ -111,16 +111,16 @@ struct MountStallTests {
         #expect(stopTime < limit, "Ctrl-C of a waiting cat took \(stopTime)")
 
         print("stall test: tool start-up \(spawn), local open \(localTime), getfattr \(attributeTime), ls -lR \(listingTime), status \(statusTime), Ctrl-C \(stopTime)")
-        // The others fail after the inner mount's --fetch-timeout (10 s), not the outer's 60 s.
+        // The others fail after the inner mount's --fetch-timeout (20 s), not the outer's 60 s.
         // (3 s was too close: on a loaded machine the checks above took 3 s, and status no
         // longer saw a download.)
         let (_, failTime) = await Self.timed {
             for cat in cats.dropFirst() {
-                #expect(await cat.wait(timeout: .seconds(20)), "a read stuck on a stalled origin never failed")
+                #expect(await cat.wait(timeout: .seconds(30)), "a read stuck on a stalled origin never failed")
                 #expect(cat.terminationStatus != 0)
             }
         }
-        print("stall test: the stuck reads failed \(failTime) after the checks (--fetch-timeout 10)")
+        print("stall test: the stuck reads failed \(failTime) after the checks (--fetch-timeout 20)")
         let errors = try String(contentsOfFile: inner.root + "/cat-2.err", encoding: .utf8)
         #expect(errors.contains("Input/output error"), "\(errors)")
         #expect(inner.log.contains("stalled") || inner.log.contains("did not answer"), "no log line says the origin stalled")

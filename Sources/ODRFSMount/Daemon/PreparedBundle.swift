@@ -63,6 +63,12 @@ struct PreparedBundle: Sendable {
             await ManifestMirrors.adopt(manifest, into: origin, options: configuration.originOptions, logger: logger)
             let downloader = MountedRevision.downloader(origin: origin, store: store, chunkSize: manifest.chunkSize,
                                                         wire: wire, logger: logger)
+            // Checked before any pack moves: it needs only the manifest.
+            let variants: VariantRequest
+            do throws(MountError) { variants = try variantRequest(configuration, for: manifest) } catch {
+                await earlyIndex?.cancel()
+                throw error
+            }
             // The packs needed before the mount is ready travel beside the index.
             let early = EarlyInstall.start(manifest: manifest, store: store, downloader: downloader, logger: logger, progress: progress)
             let settings = MountedRevision.Settings(configuration, io: io, logger: logger)
@@ -70,18 +76,11 @@ struct PreparedBundle: Sendable {
             // is built now, while the index downloads (the index was the critical path: 1.2 s of
             // 1.9 at ten million files, then 0.4 s of manager after it). After the early packs:
             // reconciling with the cache then finds them local.
-            let variants: VariantRequest
-            do throws(MountError) { variants = try variantRequest(configuration, for: manifest) } catch {
-                early?.cancel()
-                await earlyIndex?.cancel()
-                _ = await early?.value
-                throw error
-            }
             let firstManager = manifest.variantDeclarations.isEmpty
                 ? Task { () -> Result<MountedRevision.FirstManager, StoreError>? in
                     _ = await early?.value
                     // A load that failed meanwhile: no manager, so no reconciliation with the
-                    // cache and no trace session for a revision that is never served.
+                    // cache (its trace session begins only once the revision is served).
                     guard !Task.isCancelled else { return nil }
                     do throws(StoreError) {
                         return .success(try await MountedRevision.firstManager(manifest: manifest, variants: variants, store: store,
@@ -176,9 +175,12 @@ struct PreparedBundle: Sendable {
             // Measured again now that the new index is in `index/` and old ones are gone: a
             // manager built while the index downloaded counted the cache without it, and the
             // initial install below purges by that figure.
+            // The trace session begins only now, for a revision that is served (the initial
+            // install below is its first entry).
             await io.run {
                 _ = store.removeIndexes(keeping: [currentIndex])
                 revision.manager.measureMetadata()
+                revision.manager.beginTraceSession(now: Date())
             }
             try await InitialInstall.run(manager: revision.manager, progress: progress)
             return PreparedBundle(revision: revision, isSigned: loaded.signature != nil)

@@ -19,31 +19,51 @@ final class AccessRecorder: Sendable {
         var demanded: [Bool]
         var prefetched: [Bool]
         var nextRank = 0
+        /// Whether ``begin(now:)`` has run (at init, or later for a mount's first manager).
+        var begun = false
+        var session: Int64?
+        var started: ContinuousClock.Instant = .now
     }
 
-    /// The session's id in the cache index; nil if it could not be recorded.
-    let session: Int64?
-    private let started: ContinuousClock.Instant
+    /// The session's id in the cache index; nil if it could not be recorded or has not begun.
+    var session: Int64? { state.withLock { $0.session } }
     private let manifest: Manifest
     private let state: Mutex<State>
     private let store: PackStore
     private let io: IOExecutor
     private let logger: Logger
 
-    /// Starts a session in the index. Blocking (SQLite): call it on the I/O executor.
-    init(manifest: Manifest, store: PackStore, io: IOExecutor, logger: Logger, now: Date) {
+    /// Starts a session in the index unless `beginning` is false (a mount's first manager,
+    /// built before its file index has arrived: ``begin(now:)`` once the revision is served,
+    /// so that a mount that then fails records no empty session, which would push a real one
+    /// out of the kept sessions). Blocking (SQLite): call it on the I/O executor.
+    init(manifest: Manifest, store: PackStore, io: IOExecutor, logger: Logger, now: Date, beginning: Bool = true) {
         self.manifest = manifest
         self.store = store
         self.io = io
         self.logger = logger
-        started = .now
         state = Mutex(State(demanded: Array(repeating: false, count: manifest.packs.count),
                             prefetched: Array(repeating: false, count: manifest.packs.count)))
+        if beginning { begin(now: now) }
+    }
+
+    /// Starts the session (once; later calls do nothing) and the clock of its entries.
+    /// Blocking (SQLite): on the I/O executor.
+    func begin(now: Date) {
+        guard state.withLock({ state -> Bool in
+            defer { state.begun = true }
+            return !state.begun
+        }) else { return }
+        let session: Int64?
         do {
             session = try store.bundleIndex.beginTraceSession(started: now, bundleVersion: manifest.bundleVersion.hex)
         } catch {
             logger.error("cannot start an access trace session; this session is not recorded", metadata: ["error": "\(error)"])
             session = nil
+        }
+        state.withLock { state in
+            state.session = session
+            state.started = .now
         }
     }
 
@@ -51,8 +71,9 @@ final class AccessRecorder: Sendable {
     /// path an open came through.
     func note(_ pack: PackNumber, cause: TraceEntry.Cause, file: @autoclosure () -> String? = nil) {
         let index = Int(pack.rawValue)
-        guard let session, index < manifest.packs.count, !manifest.isBase(pack) else { return }
-        let rank = state.withLock { state -> Int? in
+        guard index < manifest.packs.count, !manifest.isBase(pack) else { return }
+        let noted = state.withLock { state -> (rank: Int, session: Int64, started: ContinuousClock.Instant)? in
+            guard let session = state.session else { return nil }
             if cause.isDemand {
                 guard !state.demanded[index] else { return nil }
                 state.demanded[index] = true
@@ -61,9 +82,9 @@ final class AccessRecorder: Sendable {
                 state.prefetched[index] = true
             }
             defer { state.nextRank += 1 }
-            return state.nextRank
+            return (state.nextRank, session, state.started)
         }
-        guard let rank else { return }
+        guard let (rank, session, started) = noted else { return }
         let elapsed = ContinuousClock.now - started
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         let descriptor = manifest.pack(pack)

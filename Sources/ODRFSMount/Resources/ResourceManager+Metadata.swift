@@ -5,8 +5,9 @@ import ODRFSStore
 extension ResourceManager {
     /// Measures the pinned metadata the cache directory holds (file indexes, manifest and
     /// signature) and records it in the cache ledger, where it counts against the budget.
-    /// Called when the manager starts, before each purge under pressure (an update check
-    /// may have fetched an index since) and after an update dropped a revision.
+    /// Called when the manager starts, at mount once the new index is in place (a first
+    /// manager is built while it downloads), on every maintenance pass (an update check may
+    /// have fetched an index since) and after an update dropped a revision.
     /// Blocking (a directory listing and `lstat`s): I/O executor only.
     func measureMetadata() {
         table.setMetadata(store.measureMetadata())

@@ -9,6 +9,13 @@ extension ResourceManager {
         recorder.note(pack, cause: cause, file: file())
     }
 
+    /// Starts this manager's trace session if it was made without one (`beginningTrace:
+    /// false`, a mount's first manager built before its index arrived); otherwise nothing.
+    /// Blocking (SQLite): on the I/O executor.
+    func beginTraceSession(now: Date) {
+        recorder.begin(now: now)
+    }
+
     /// The traces of the newest `sessions` mount sessions up to this one, oldest first.
     public func traces(sessions: Int) async throws(StoreError) -> [[TraceEntry]] {
         let through = recorder.session

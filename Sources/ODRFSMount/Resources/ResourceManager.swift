@@ -26,7 +26,7 @@ import Synchronization
 /// See the module's threading model for which thread runs what.
 public final class ResourceManager: Sendable {
     public let manifest: Manifest
-    /// The manifest's tag → packs relation as dictionaries (per-tag lookups at mount and per request).
+    /// The manifest's tag → packs relation, indexed once (per-tag lookups at mount and per request).
     public let tagPacks: TagPackIndex
     public let limits: CacheLimits
     let store: PackStore
@@ -77,6 +77,7 @@ public final class ResourceManager: Sendable {
         schedule: SchedulerSettings = SchedulerSettings(),
         events: CacheEvents = CacheEvents(),
         deferringHashes: Bool = false,
+        beginningTrace: Bool = true,
         generation: Int64 = 1,
         selectedVariants: [(key: VariantKey, value: VariantValue)] = [],
         chunkMap: @escaping @Sendable (PackNumber) -> PackChunkMap = { _ in .empty }
@@ -100,7 +101,7 @@ public final class ResourceManager: Sendable {
                             priorityOverrides: overrides, events: events, hold: { [store] in store.hold(sha256: $0) })
         purger = Purger(table: table, store: store, logger: logger, availableBytes: availableBytes ?? { [store] in store.availableBytes() })
         progressObservers = ProgressObservers()
-        recorder = AccessRecorder(manifest: manifest, store: store, io: io, logger: logger, now: clock())
+        recorder = AccessRecorder(manifest: manifest, store: store, io: io, logger: logger, now: clock(), beginning: beginningTrace)
         coordinator = DownloadCoordinator(table: table, downloader: downloader, purger: purger,
                                           maximumConcurrent: maximumConcurrentDownloads, observers: progressObservers,
                                           io: io, logger: logger, schedule: schedule, chunkMap: chunkMap)

@@ -11,8 +11,11 @@ import Synchronization
 /// downloader its packs come through. The five are built together, by
 /// ``make(published:view:variants:store:origin:wire:settings:succeeding:)`` — at mount
 /// (``PreparedBundle``), at an update's switch and at a variant switch (``BundleUpdater``)
-/// alike — and replaced together: services, the control plane and metrics reach the
-/// revision served now only through ``MountRevisions/current``.
+/// alike — except a mount's first revision of a bundle without variants, whose manager
+/// ``firstManager(manifest:variants:store:origin:wire:settings:)`` builds while the file
+/// index downloads and ``assemble(_:published:view:variants:settings:)`` completes; they are
+/// replaced together: services, the control plane and metrics reach the revision served
+/// now only through ``MountRevisions/current``.
 ///
 /// With variants, ``manifest`` and ``index`` are the served view (``VariantView``): the
 /// logical tree and only the packs the selection uses. Everything downstream works on
@@ -119,7 +122,7 @@ public final class MountedRevision: Sendable {
         let manager = try await settings.io.run { () throws(StoreError) in
             try ResourceManager(manifest: manifest, store: store, downloader: downloader, limits: settings.limits,
                                 maximumConcurrentDownloads: settings.maximumConcurrentDownloads, logger: settings.logger,
-                                io: settings.io, schedule: settings.schedule, deferringHashes: true,
+                                io: settings.io, schedule: settings.schedule, deferringHashes: true, beginningTrace: false,
                                 selectedVariants: chosen, chunkMap: chunkMap)
         }
         return FirstManager(manager: manager, downloader: downloader, index: slot)
@@ -127,7 +130,8 @@ public final class MountedRevision: Sendable {
 
     /// The first revision around a ``FirstManager``, once `view`'s index is validated
     /// against the manifest the manager was made from (a bundle without variants: `view`
-    /// is `published` as it is).
+    /// is `published` as it is). The caller then begins its trace session
+    /// (``ResourceManager/beginTraceSession(now:)``), on the I/O executor.
     static func assemble(_ first: FirstManager, published: PublishedRevision, view: VariantView, variants: VariantRequest,
                          settings: Settings) -> MountedRevision {
         first.index.set(view.index)

@@ -30,6 +30,7 @@ final class StallingOrigin {
             if path in stalled and not os.path.exists(flag):
                 self.wfile.write(data[:stall_after])
                 self.wfile.flush()
+                open(flag + ".stalling", "w").close()
                 while not os.path.exists(flag):
                     time.sleep(0.05)
                 self.wfile.write(data[stall_after:])
@@ -62,6 +63,9 @@ final class StallingOrigin {
             throw NginxOrigin.NginxError(message: "the stalling origin did not start on port \(port)")
         }
     }
+
+    /// Created when a response first stalls.
+    var stallingMarker: String { flag + ".stalling" }
 
     /// Lets every stalled response (and every later one) send the rest of its body.
     func release() {
