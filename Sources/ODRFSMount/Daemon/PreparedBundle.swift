@@ -70,7 +70,9 @@ struct PreparedBundle: Sendable {
                 throw error
             }
             // The packs needed before the mount is ready travel beside the index.
-            let early = EarlyInstall.start(manifest: manifest, store: store, downloader: downloader, logger: logger, progress: progress)
+            // One tag → packs table for the early install and the first manager.
+            let tagPacks = TagPackIndex(manifest)
+            let early = EarlyInstall.start(manifest: manifest, tagPacks: tagPacks, store: store, downloader: downloader, logger: logger, progress: progress)
             let settings = MountedRevision.Settings(configuration, io: io, logger: logger)
             // Without variants the served manifest is the published one: the revision's manager
             // is built now, while the index downloads (the index was the critical path: 1.2 s of
@@ -83,7 +85,7 @@ struct PreparedBundle: Sendable {
                     // cache (its trace session begins only once the revision is served).
                     guard !Task.isCancelled else { return nil }
                     do throws(StoreError) {
-                        return .success(try await MountedRevision.firstManager(manifest: manifest, variants: variants, store: store,
+                        return .success(try await MountedRevision.firstManager(manifest: manifest, tagPacks: tagPacks, variants: variants, store: store,
                                                                                origin: origin, wire: wire, settings: settings))
                     } catch {
                         return .failure(error)

@@ -80,12 +80,14 @@ public final class ResourceManager: Sendable {
         beginningTrace: Bool = true,
         generation: Int64 = 1,
         selectedVariants: [(key: VariantKey, value: VariantValue)] = [],
-        chunkMap: @escaping @Sendable (PackNumber) -> PackChunkMap = { _ in .empty }
+        chunkMap: @escaping @Sendable (PackNumber) -> PackChunkMap = { _ in .empty },
+        tagPacks: TagPackIndex? = nil
     ) throws(StoreError) {
         self.manifest = manifest
         self.generation = generation
         self.selectedVariants = selectedVariants
-        tagPacks = TagPackIndex(manifest)
+        // Built once per manifest: the mount hands over the one its early install used.
+        self.tagPacks = tagPacks ?? TagPackIndex(manifest)
         self.limits = limits
         self.store = store
         self.downloader = downloader

@@ -12,7 +12,7 @@ import Synchronization
 /// ``make(published:view:variants:store:origin:wire:settings:succeeding:)`` — at mount
 /// (``PreparedBundle``), at an update's switch and at a variant switch (``BundleUpdater``)
 /// alike — except a mount's first revision of a bundle without variants, whose manager
-/// ``firstManager(manifest:variants:store:origin:wire:settings:)`` builds while the file
+/// ``firstManager(manifest:tagPacks:variants:store:origin:wire:settings:)`` builds while the file
 /// index downloads and ``assemble(_:published:view:variants:settings:)`` completes; they are
 /// replaced together: services, the control plane and metrics reach the revision served
 /// now only through ``MountRevisions/current``.
@@ -90,7 +90,7 @@ public final class MountedRevision: Sendable {
     }
 
     /// A first revision's manager, built before its file index has arrived
-    /// (``firstManager(manifest:variants:store:origin:wire:settings:)``).
+    /// (``firstManager(manifest:tagPacks:variants:store:origin:wire:settings:)``).
     struct FirstManager: Sendable {
         let manager: ResourceManager
         let downloader: PackDownloader
@@ -110,8 +110,8 @@ public final class MountedRevision: Sendable {
     /// manifest is the published one), built from the manifest alone: its tag tables and
     /// its reconciliation with the cache (0.35 s at 100,000 tags, issue 28) then overlap the
     /// file index's download instead of following it.
-    static func firstManager(manifest: Manifest, variants: VariantRequest, store: PackStore, origin: any Origin,
-                             wire: WireByteCounter, settings: Settings) async throws(StoreError) -> FirstManager {
+    static func firstManager(manifest: Manifest, tagPacks: TagPackIndex, variants: VariantRequest, store: PackStore,
+                             origin: any Origin, wire: WireByteCounter, settings: Settings) async throws(StoreError) -> FirstManager {
         let chosen = variants.selection(for: manifest).chosen
         let downloader = Self.downloader(origin: origin, store: store, chunkSize: manifest.chunkSize, wire: wire, logger: settings.logger)
         let slot = IndexSlot()
@@ -123,7 +123,7 @@ public final class MountedRevision: Sendable {
             try ResourceManager(manifest: manifest, store: store, downloader: downloader, limits: settings.limits,
                                 maximumConcurrentDownloads: settings.maximumConcurrentDownloads, logger: settings.logger,
                                 io: settings.io, schedule: settings.schedule, deferringHashes: true, beginningTrace: false,
-                                selectedVariants: chosen, chunkMap: chunkMap)
+                                selectedVariants: chosen, chunkMap: chunkMap, tagPacks: tagPacks)
         }
         return FirstManager(manager: manager, downloader: downloader, index: slot)
     }
