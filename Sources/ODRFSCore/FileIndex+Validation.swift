@@ -3,10 +3,20 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Dispatch
+import Foundation
+import Synchronization
 
 /// Up-front validation: after it, every accessor can trust every record. One pass over the
 /// records plus one over each directory's children (the child ranges are disjoint, so that is
-/// O(entries + name bytes) in all), no allocation.
+/// O(entries + name bytes) in all), no allocation per entry.
+///
+/// A large index is checked in parts on several cores (``inParts(_:_:)``): ten million
+/// entries are 640 MB of records, 0.24 s of a mount's critical path on one core (issue 28).
+/// The check of an entry reads only its own record, its parent's kind and child range, and
+/// its children's records, each bounds-checked before use, never assuming that another part
+/// has been checked yet. The error reported is the first one in entry order, as a single
+/// pass would report.
 extension FileIndex {
     struct Header {
         var entryCount: UInt32
@@ -71,9 +81,48 @@ extension FileIndex {
                       trailing: trailing, version: version)
     }
 
-    func validateRecords() throws(FileIndexError) {
+    /// Entries in one part of a validation pass: an index with fewer is checked on the
+    /// calling thread alone (splitting would cost more than it saves).
+    static var defaultEntriesPerPart: UInt32 { 1 << 18 }
+
+    /// Runs `check` over `0..<count` split into contiguous parts, several at once when there
+    /// are enough entries, and returns the sum of what the parts return. Throws the error of
+    /// the lowest part that failed: each part stops at its first error, so that is the error
+    /// a single pass in entry order would have thrown.
+    func inParts(_ count: UInt32, _ check: @Sendable (Range<UInt32>) throws(FileIndexError) -> Int) throws(FileIndexError) -> Int {
+        let cores = max(1, ProcessInfo.processInfo.activeProcessorCount)
+        // A few parts per core balance directories with many children against plain files.
+        let parts = Int(min(UInt32(clamping: cores * 4), max(1, count / entriesPerPart)))
+        guard parts > 1 else { return try check(0..<count) }
+        let step = count / UInt32(parts)
+        let outcomes = Mutex([Result<Int, FileIndexError>?](repeating: nil, count: parts))
+        DispatchQueue.concurrentPerform(iterations: parts) { part in
+            let lower = UInt32(part) * step
+            let upper = part == parts - 1 ? count : lower + step
+            let outcome: Result<Int, FileIndexError>
+            do throws(FileIndexError) { outcome = .success(try check(lower..<upper)) } catch { outcome = .failure(error) }
+            outcomes.withLock { $0[part] = outcome }
+        }
+        var total = 0
+        for outcome in outcomes.withLock({ $0 }) {
+            switch outcome {
+            case .success(let value)?: total += value
+            case .failure(let error)?: throw error
+            case nil: preconditionFailure("concurrentPerform returned before every part ran")
+            }
+        }
+        return total
+    }
+
+    /// Checks every record; returns how many are symlinks (their targets are resolved after).
+    func validateRecords() throws(FileIndexError) -> Int {
+        try inParts(count) { [self] range throws(FileIndexError) in try validateRecords(range) }
+    }
+
+    private func validateRecords(_ entries: Range<UInt32>) throws(FileIndexError) -> Int {
         typealias F = FileIndexLayout.Record
-        for n in 0..<count {
+        var symlinks = 0
+        for n in entries {
             let r = record(n)
             guard let kind = EntryKind(rawValue: r.load(fromByteOffset: F.kind, as: UInt8.self)) else {
                 throw corrupt(n, "has unknown kind \(r.load(fromByteOffset: F.kind, as: UInt8.self))")
@@ -86,8 +135,13 @@ extension FileIndex {
                 }
             } else {
                 try checkName(n)
-                // Parents come first in breadth-first order, which also rules out cycles.
-                guard parent < n, self.kind(parent) == .directory, children(of: EntryNumber(parent)).contains(n) else {
+                // Parents come first in breadth-first order, which also rules out cycles. The
+                // parent's record may lie in a part not checked yet: its kind byte and child
+                // range are read raw, in checked arithmetic.
+                let p = record(parent < n ? parent : 0)
+                let firstChild = p.u64(F.data), childCount = UInt64(p.u32(F.count))
+                guard parent < n, p.load(fromByteOffset: F.kind, as: UInt8.self) == EntryKind.directory.rawValue,
+                      UInt64(n) >= firstChild, UInt64(n) - firstChild < childCount else {
                     throw corrupt(n, "claims parent \(parent), which does not list it as a child")
                 }
             }
@@ -101,6 +155,7 @@ extension FileIndex {
                 let (end, overflow) = r.u64(F.data).addingReportingOverflow(r.u64(F.size))
                 guard !overflow, end <= UInt64(Int64.max) else { throw corrupt(n, "has an impossible size or offset") }
             case .symlink:
+                symlinks += 1
                 try checkNoDigest(n)
                 guard pack == FileIndexLayout.noPack, r.u64(F.size) == UInt64(r.u32(F.count)) else {
                     throw corrupt(n, "is a symlink with a pack or a size that is not its target length")
@@ -115,6 +170,7 @@ extension FileIndex {
                 try checkChildren(n)
             }
         }
+        return symlinks
     }
 
     /// Only regular files have content hashes; a digest elsewhere means the table is misplaced.

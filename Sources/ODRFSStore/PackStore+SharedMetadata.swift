@@ -61,32 +61,6 @@ extension PackStore {
         if lstat(object, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_nlink == 1 { unlink(object) }
     }
 
-    /// Writes the manifest a store mount accepted: the bundle's `manifest.json` becomes a
-    /// link to the store's object with the same bytes, made here if no bundle has it yet.
-    func saveSharedManifest(_ data: Data) throws(StoreError) {
-        let hash = ContentHash.of(data).hex
-        let object = layout.sharedManifestPath(sha256: hash)
-        if PackStore.boundedContents(of: object, limit: data.count + 1) == data,
-           (try? Self.replaceLink(to: object, at: layout.manifestFile, scratch: layout.temporaryDirectory)) != nil {
-            return
-        }
-        let file = try makeTemporaryFile(label: "manifest")
-        let written = data.withUnsafeBytes { buffer in write(file.descriptor, buffer.baseAddress, buffer.count) }
-        guard written == data.count, fsync(file.descriptor) == 0 else {
-            let error = StoreError.system("cannot write", path: file.path)
-            file.discard()
-            throw error
-        }
-        do {
-            try Self.replaceLink(to: file.path, at: layout.manifestFile, scratch: layout.temporaryDirectory)
-        } catch {
-            file.discard()
-            throw error
-        }
-        if rename(file.path, object) != 0 { unlink(file.path) }
-        file.markPublished()
-    }
-
     /// Makes `destination` a hard link to `source`, atomically replacing what was there:
     /// a link under a scratch name, renamed over.
     static func replaceLink(to source: String, at destination: String, scratch: String) throws(StoreError) {

@@ -270,34 +270,6 @@ public final class PackStore: Sendable {
         return overflow ? .max : bytes
     }
 
-    /// Writes the manifest of the mounted bundle and its signature (or removes a stale
-    /// one), so a later mount can tell what the cache holds and, offline, check it again.
-    /// The signature goes first: a crash between the two renames leaves a pair that fails
-    /// verification (the mount refuses), never an unsigned manifest taken as signed.
-    public func saveManifest(_ data: Data, signature: Data? = nil) throws(StoreError) {
-        if let signature {
-            try saveFile(signature, label: "signature", to: layout.manifestSignatureFile)
-        } else if unlink(layout.manifestSignatureFile) != 0, errno != ENOENT {
-            throw StoreError.system("cannot remove", path: layout.manifestSignatureFile)
-        }
-        if isShared {
-            try saveSharedManifest(data)
-        } else {
-            try saveFile(data, label: "manifest", to: layout.manifestFile)
-        }
-    }
-
-    func saveFile(_ data: Data, label: String, to destination: String) throws(StoreError) {
-        let file = try makeTemporaryFile(label: label)
-        let written = data.withUnsafeBytes { buffer in write(file.descriptor, buffer.baseAddress, buffer.count) }
-        guard written == data.count else {
-            let error = StoreError.system("cannot write", path: file.path)
-            file.discard()
-            throw error
-        }
-        try publish(file, to: destination)
-    }
-
     private func removeTemporaryFiles() {
         if let names = try? FileManager.default.contentsOfDirectory(atPath: layout.temporaryDirectory) {
             for name in names {

@@ -140,11 +140,12 @@ import Testing
         return nil
     }
 
-    /// A random tree of about 10,000 entries, checked against the paths it was built from.
-    @Test func largeRandomTree() throws {
-        var rng = SplitMix(seed: 42)
+    /// A random tree of about `budget` entries in 3 packs (directories, files and symlinks
+    /// within it), with the kind of every path it holds.
+    static func randomTree(seed: UInt64, budget total: Int) -> (root: Node, paths: [String: EntryKind]) {
+        var rng = SplitMix(seed: seed)
         var paths: [String: EntryKind] = [:]
-        var budget = 10_000
+        var budget = total
         func makeChildren(prefix: String, depth: Int) -> [Node] {
             var names = Set<String>()
             var children: [Node] = []
@@ -176,6 +177,12 @@ import Testing
             paths[name] = .directory
             root.children.append(.directory(name, children: makeChildren(prefix: name, depth: 1)))
         }
+        return (root, paths)
+    }
+
+    /// A random tree of about 10,000 entries, checked against the paths it was built from.
+    @Test func largeRandomTree() throws {
+        let (root, paths) = Self.randomTree(seed: 42, budget: 10_000)
         let index = try FileIndex(bytes: FileIndexWriter(packCount: 3).encode(root: root))
         #expect(index.entryCount == paths.count + 1)
         #expect(index.entryCount > 9_000)
