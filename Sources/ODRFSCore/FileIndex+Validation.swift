@@ -11,7 +11,8 @@ import Synchronization
 /// records plus one over each directory's children (the child ranges are disjoint, so that is
 /// O(entries + name bytes) in all), no allocation per entry.
 ///
-/// A large index is checked in parts on several cores (``inParts(_:_:)``): ten million
+/// An index of at least twice ``defaultEntriesPerPart`` entries is checked in parts on several
+/// cores (``inParts(_:_:)``): ten million
 /// entries are 640 MB of records, 0.24 s of a mount's critical path on one core (issue 28).
 /// The check of an entry reads only its own record, its parent's kind and child range, and
 /// its children's records, each bounds-checked before use, never assuming that another part

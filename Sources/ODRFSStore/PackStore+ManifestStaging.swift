@@ -16,9 +16,10 @@ public final class StagedManifest: Sendable {
     enum Body: Sendable {
         /// A private cache: the file to rename over `manifest.json`.
         case file(TemporaryFile)
-        /// A store: the store already has an object with these bytes; the bundle links it
-        /// (or, should the object be gone by the commit, writes it again from `data`).
-        case storedObject(String, data: Data)
+        /// A store: the store already has an object with these bytes (the file `identity`
+        /// was compared); the bundle links it, or, should that file have gone or changed by
+        /// the commit, writes the object again from `data`.
+        case storedObject(String, identity: FileIdentity, data: Data)
         /// A store: a new object, linked as the bundle's manifest, then renamed into the store.
         case newObject(TemporaryFile, object: String)
     }
@@ -64,8 +65,9 @@ extension PackStore {
                 return StagedManifest(body: .file(try writeSynced(data, label: "manifest")), signature: signatureFile)
             }
             let object = layout.sharedManifestPath(sha256: ContentHash.of(data).hex)
-            if PackStore.boundedContents(of: object, limit: data.count + 1) == data {
-                return StagedManifest(body: .storedObject(object, data: data), signature: signatureFile)
+            if let identity = FileIdentity.of(path: object), PackStore.boundedContents(of: object, limit: data.count + 1) == data,
+               FileIdentity.of(path: object) == identity {
+                return StagedManifest(body: .storedObject(object, identity: identity, data: data), signature: signatureFile)
             }
             return StagedManifest(body: .newObject(try writeSynced(data, label: "manifest"), object: object), signature: signatureFile)
         } catch {
@@ -86,9 +88,10 @@ extension PackStore {
         switch staged.body {
         case .file(let file):
             try publish(file, to: layout.manifestFile)
-        case .storedObject(let object, let data):
-            // The object may have gone since staging (the last bundle linking it dropped it).
-            if (try? Self.replaceLink(to: object, at: layout.manifestFile, scratch: layout.temporaryDirectory)) == nil {
+        case .storedObject(let object, let identity, let data):
+            // The object may have gone since staging (the last bundle linking it dropped it),
+            // or been replaced: the link is made to the file that was compared, or not at all.
+            if !linkIfUnchanged(object, identity: identity) {
                 try commitNewObject(try writeSynced(data, label: "manifest"), object: object)
             }
         case .newObject(let file, let object):
@@ -109,12 +112,29 @@ extension PackStore {
         file.markPublished()
     }
 
+    /// Links the bundle's manifest to `object` if it is still the file `identity` names:
+    /// a hard link to a scratch name first, whose identity is then checked, then renamed over.
+    private func linkIfUnchanged(_ object: String, identity: FileIdentity) -> Bool {
+        let scratch = layout.temporaryDirectory + "/link." + String(UInt64.random(in: .min ... .max), radix: 16)
+        guard link(object, scratch) == 0 else { return false }
+        guard FileIdentity.of(path: scratch) == identity, rename(scratch, layout.manifestFile) == 0 else {
+            unlink(scratch)
+            return false
+        }
+        return true
+    }
+
     /// A temporary file holding `data`, synced.
     private func writeSynced(_ data: Data, label: String) throws(StoreError) -> TemporaryFile {
         let file = try makeTemporaryFile(label: label)
-        let written = data.withUnsafeBytes { buffer in write(file.descriptor, buffer.baseAddress, buffer.count) }
-        guard written == data.count, fsync(file.descriptor) == 0 else {
-            let error = StoreError.system("cannot write", path: file.path)
+        do throws(StoreError) {
+            let written = data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) -> Result<Void, StoreError> in
+                do throws(StoreError) { try file.write(buffer) } catch { return .failure(error) }
+                return .success(())
+            }
+            try written.get()
+            guard fsync(file.descriptor) == 0 else { throw StoreError.system("cannot fsync", path: file.path) }
+        } catch {
             file.discard()
             throw error
         }

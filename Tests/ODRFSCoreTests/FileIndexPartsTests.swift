@@ -63,15 +63,37 @@ import Testing
         #expect(refused > 300)
     }
 
-    /// Two damaged entries far apart: the error names the first, as one pass would.
+    /// Two damaged regular files far apart: the error names the first, as one pass would.
     @Test func theFirstErrorInEntryOrderIsReported() throws {
-        let entries = try FileIndex(bytes: Self.valid).entryCount
+        let index = try FileIndex(bytes: Self.valid)
+        let files = (0..<UInt32(index.entryCount)).filter { index.entry(EntryNumber($0))?.kind == .regularFile }
+        let first = files[files.count / 3], last = files[files.count - 1]
         var bytes = Self.valid
-        for entry in [entries / 3, entries - 2] {
-            bytes[FileIndexHostileTests.recordsStart + entry * FileIndexLayout.recordSize + F.kind] = 0xEE
+        for entry in [first, last] {
+            bytes[FileIndexHostileTests.recordsStart + Int(entry) * FileIndexLayout.recordSize + F.kind] = 0xEE
         }
         let message = try #require(Self.outcome(bytes, entriesPerPart: Self.smallParts))
-        #expect(message.contains("entry \(entries / 3) has unknown kind"), "\(message)")
+        #expect(message.contains("entry \(first) has unknown kind"), "\(message)")
+        #expect(Self.outcome(bytes, entriesPerPart: .max) == message)
+    }
+
+    /// A directory whose child range would overflow, its children checked in a later part
+    /// (before the directory's own part has refused it): they must be refused, not trap.
+    @Test func aChildNeverTrustsItsParentsUncheckedRange() throws {
+        let index = try FileIndex(bytes: Self.valid)
+        // Far enough apart to be in different parts whatever the number of cores.
+        let gap = UInt32(index.entryCount / 4 + 1)
+        let directory = try #require((0..<UInt32(index.entryCount)).first { n in
+            let children = index.children(of: EntryNumber(n))
+            return n > 0 && !children.isEmpty && children.lowerBound - n >= gap
+        })
+        var bytes = Self.valid
+        let at = FileIndexHostileTests.recordsStart + Int(directory) * FileIndexLayout.recordSize
+        withUnsafeBytes(of: UInt64(0xFFFF_FFFF).littleEndian) { for (i, b) in $0.enumerated() { bytes[at + F.data + i] = b } }
+        withUnsafeBytes(of: UInt32(0xFFFF_FFFF).littleEndian) { for (i, b) in $0.enumerated() { bytes[at + F.count + i] = b } }
+        let message = try #require(Self.outcome(bytes, entriesPerPart: Self.smallParts))
+        #expect(message == Self.outcome(bytes, entriesPerPart: .max))
+        #expect(message.contains("entry \(directory) has"), "\(message)")
     }
 
     /// The manifest's checks run in parts too, and report the first file past its pack's end.

@@ -78,14 +78,7 @@ struct PreparedBundleLoadTests {
         let cache = root.path + "/cache"
         let manifestBytes = try Data(contentsOf: URL(fileURLWithPath: dist + "/manifest.json"))
         let indexFile = try Manifest.decode(manifestBytes).index.file
-        var files: [String: [UInt8]] = [:]
-        let enumerator = try #require(FileManager.default.enumerator(atPath: dist))
-        while let path = enumerator.nextObject() as? String {
-            var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: dist + "/" + path, isDirectory: &isDirectory), !isDirectory.boolValue {
-                files[path] = Array(try Data(contentsOf: URL(fileURLWithPath: dist + "/" + path)))
-            }
-        }
+        let files = try Self.files(of: dist)
         let origin = HeldOrigin(files: files, pieceBytes: 4096)
         for path in files.keys where path != indexFile { origin.allowAll(path) }
         let configuration = MountConfiguration(origin: dist, mountpoint: "/nonexistent", cacheDirectory: cache)
@@ -108,5 +101,55 @@ struct PreparedBundleLoadTests {
         await bundle.manager.shutdown()
         #expect(FileManager.default.contents(atPath: layout.manifestFile) == manifestBytes)
         #expect(try Self.temporaryFiles(in: cache).isEmpty)
+    }
+
+    /// The dist dir's files, for an in-memory origin.
+    static func files(of dist: String) throws -> [String: [UInt8]] {
+        var files: [String: [UInt8]] = [:]
+        let enumerator = try #require(FileManager.default.enumerator(atPath: dist))
+        while let path = enumerator.nextObject() as? String {
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: dist + "/" + path, isDirectory: &isDirectory), !isDirectory.boolValue {
+                files[path] = Array(try Data(contentsOf: URL(fileURLWithPath: dist + "/" + path)))
+            }
+        }
+        return files
+    }
+
+    @Test("without trusted keys the index's download starts once the manifest's first bytes name it; with keys, only after the whole is authenticated")
+    func indexStartsFromTheManifestsFirstBytes() async throws {
+        let root = try TemporaryDirectory()
+        let dist = try HostileBundleTests.buildOriginal(in: root.path)
+        let manifestBytes = try Data(contentsOf: URL(fileURLWithPath: dist + "/manifest.json"))
+        #expect(manifestBytes.count > 1024, "the manifest must outlast its first piece")
+        let indexFile = try Manifest.decode(manifestBytes).index.file
+        let key = SigningKey()
+        try key.sign(manifestBytes).fileContents.write(toFile: dist + "/" + ManifestSignature.fileName, atomically: true, encoding: .utf8)
+        let files = try Self.files(of: dist)
+        for signed in [false, true] {
+            let origin = HeldOrigin(files: files, pieceBytes: 1024)
+            for path in files.keys where path != Manifest.fileName { origin.allowAll(path) }
+            origin.allow(Manifest.fileName, pieces: 1)
+            var configuration = MountConfiguration(origin: dist, mountpoint: "/nonexistent", cacheDirectory: root.path + "/cache-\(signed)")
+            if signed { configuration.trustedKeys = [key.publicKey] }
+            let loading = Task { [configuration] in try await PreparedBundle.load(configuration, origin: origin, logger: Self.quiet) { _, _ in } }
+            defer { loading.cancel() }
+            // The manifest's first piece is in; its second is held.
+            for _ in 0..<2_000 where !origin.isWaiting(Manifest.fileName) { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(origin.isWaiting(Manifest.fileName), "\(origin.requests(Manifest.fileName)) of \(manifestBytes.count)")
+            if signed {
+                try await Task.sleep(for: .milliseconds(300))
+                #expect(origin.requests(indexFile).isEmpty, "an index named by unauthenticated bytes was fetched")
+            } else {
+                for _ in 0..<2_000 where origin.requests(indexFile).isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+                #expect(!origin.requests(indexFile).isEmpty, "the index waited for the whole manifest")
+            }
+            #expect(origin.isWaiting(Manifest.fileName))
+            origin.allowAll(Manifest.fileName)
+            let bundle = try await loading.value
+            await bundle.manager.shutdown()
+            #expect(bundle.isSigned == signed)
+            #expect(origin.requests(indexFile).count == 1)
+        }
     }
 }

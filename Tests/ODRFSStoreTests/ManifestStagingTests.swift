@@ -76,5 +76,17 @@ struct ManifestStagingTests {
         #expect(contents(second.layout.manifestFile) == newer)
         #expect(contents(object) == newer)
         #expect(try temporaryFiles(of: second).isEmpty)
+
+        // The object is replaced by other bytes between staging and commit: the bundle does
+        // not link what it never compared.
+        let third = Data("third manifest".utf8)
+        try first.saveManifest(third)
+        let replaced = try second.stageManifest(third)
+        let thirdObject = first.layout.sharedManifestPath(sha256: ContentHash.of(third).hex)
+        try Data("not the manifest".utf8).write(to: URL(fileURLWithPath: thirdObject + ".junk"))
+        #expect(rename(thirdObject + ".junk", thirdObject) == 0)
+        try second.commit(replaced)
+        #expect(contents(second.layout.manifestFile) == third)
+        #expect(contents(thirdObject) == third)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ODRFSCore
+import NIOCore
 import ODRFSFetch
 import ODRFSRuntime
 import ODRFSStore
@@ -22,6 +23,9 @@ enum BundleLoader {
         let manifest: Manifest
     }
 
+    /// How far into a manifest's bytes the index's reference is looked for while they arrive.
+    static let indexSearchBytes = 64 << 10
+
     /// Signature files are one short line; anything longer is refused unread.
     static let signatureLimit = ByteCount(4096)
 
@@ -39,11 +43,31 @@ enum BundleLoader {
     /// The manifest from the origin; if the origin is unreachable and the cache holds
     /// the manifest of the version mounted last, that one (offline mode: local packs
     /// work, remote ones fail their opens until the origin is back).
-    static func fetchManifest(from origin: any Origin, store: PackStore, limit: ByteCount,
-                              trustedKeys: [TrustKey]) async throws(MountError) -> FetchedManifest {
+    ///
+    /// Without trusted keys, `whenIndexIsNamed` is called (at most once, as the bytes arrive)
+    /// with the file index's reference as soon as the bytes naming it are in: served bytes are
+    /// what such a mount trusts, and the index's download can start while the rest of the
+    /// manifest arrives (71 MB at ten million files: 0.2 s over HTTP, issue 28). Whatever it
+    /// starts is checked against the decoded manifest's reference before use. With keys,
+    /// nothing is read before the whole is authenticated, and it is not called.
+    static func fetchManifest(from origin: any Origin, store: PackStore, limit: ByteCount, trustedKeys: [TrustKey],
+                              whenIndexIsNamed: (IndexReference) -> Void = { _ in }) async throws(MountError) -> FetchedManifest {
         let io = IOExecutor.cache
         do {
-            let data = try await origin.data(at: Manifest.fileName, limit: limit)
+            var data = Data()
+            var searching = trustedKeys.isEmpty
+            try await origin.download(Manifest.fileName, expectedBytes: limit) { (bytes: ByteBuffer) throws(FetchError) in
+                data.append(contentsOf: bytes.readableBytesView)
+                guard searching else { return }
+                if let reference = ManifestReader.indexReference(in: data) {
+                    searching = false
+                    whenIndexIsNamed(reference)
+                } else if data.count >= indexSearchBytes {
+                    // Not near the start (our builder sorts keys: "index" is the fifth): the
+                    // whole manifest will name it; no prefix is parsed again and again.
+                    searching = false
+                }
+            }
             let signature = trustedKeys.isEmpty ? nil : try await fetchSignature(from: origin)
             return FetchedManifest(data: data, signature: signature, source: "the manifest from \(origin.displayName)", offline: nil)
         } catch {

@@ -39,23 +39,36 @@ struct PreparedBundle: Sendable {
             } catch {
                 throw MountError("cannot use cache: \(error)")
             }
-            let fetched = try await BundleLoader.fetchManifest(from: origin, store: store, limit: configuration.manifestLimit,
-                                                               trustedKeys: configuration.trustedKeys)
-            let authenticated = try BundleLoader.authenticate(fetched, trustedKeys: configuration.trustedKeys)
             // The mount's byte counter: the file index's bytes count as the packs' will.
             let wire = WireByteCounter()
             var work = LoadingWork(io: io)
             // The file index is the most a mount reads before it is ready (1 GB for ten million
-            // files, issue 28): its download starts now, named by the authenticated bytes, and
-            // overlaps the decoding of the manifest's packs. It is verified against that name's
-            // hash like any download; a manifest that then fails validation cancels it.
-            work.earlyIndex = ManifestReader.indexReference(in: fetched.data).map { reference in
+            // files, issue 28): its download starts as soon as trusted bytes name it (the
+            // manifest's first bytes without trusted keys, the authenticated whole with them)
+            // and overlaps the rest of the manifest's download and its decoding. It is verified
+            // against that name's hash like any download, and used only if the decoded
+            // manifest names the same index.
+            func startIndex(_ reference: IndexReference) -> EarlyIndex {
                 EarlyIndex(reference: reference, origin: origin, store: store, wire: wire, logger: logger)
             }
             do throws(MountError) {
+                let fetched = try await BundleLoader.fetchManifest(from: origin, store: store, limit: configuration.manifestLimit,
+                                                                   trustedKeys: configuration.trustedKeys) { reference in
+                    work.earlyIndex = startIndex(reference)
+                }
+                let authenticated = try BundleLoader.authenticate(fetched, trustedKeys: configuration.trustedKeys)
+                if work.earlyIndex == nil {
+                    work.earlyIndex = ManifestReader.indexReference(in: fetched.data).map(startIndex)
+                }
                 let (revision, isSigned) = try await load(configuration, fetched: fetched, authenticated: authenticated, origin: origin,
                                                           store: store, wire: wire, work: &work, logger: logger, progress: progress)
-                try await InitialInstall.run(manager: revision.manager, progress: progress)
+                do throws(MountError) {
+                    try await InitialInstall.run(manager: revision.manager, progress: progress)
+                } catch {
+                    // The revision was built and its manager is live: it flushes and lets the cache go.
+                    await revision.manager.shutdown()
+                    throw error
+                }
                 return PreparedBundle(revision: revision, isSigned: isSigned)
             } catch {
                 await work.abandon()
@@ -74,6 +87,11 @@ struct PreparedBundle: Sendable {
             let loaded = try await BundleLoader.decodeManifest(fetched, authenticated: authenticated, origin: origin, store: store,
                                                                trustedKeys: configuration.trustedKeys, logger: logger)
             let manifest = loaded.manifest
+            await ManifestMirrors.adopt(manifest, into: origin, options: configuration.originOptions, logger: logger)
+            let downloader = MountedRevision.downloader(origin: origin, store: store, chunkSize: manifest.chunkSize,
+                                                        wire: wire, logger: logger)
+            // Checked before any pack moves: it needs only the manifest.
+            let variants = try variantRequest(configuration, for: manifest)
             // Written and synced while the index downloads, put in place once the index is
             // (an offline mount of it then finds both): 71 MB at 100,000 packs, 0.2 s that the
             // mount waited for after the index.
@@ -82,11 +100,6 @@ struct PreparedBundle: Sendable {
                     do throws(StoreError) { return .success(try store.stageManifest(data, signature: signature)) } catch { return .failure(error) }
                 }
             }
-            await ManifestMirrors.adopt(manifest, into: origin, options: configuration.originOptions, logger: logger)
-            let downloader = MountedRevision.downloader(origin: origin, store: store, chunkSize: manifest.chunkSize,
-                                                        wire: wire, logger: logger)
-            // Checked before any pack moves: it needs only the manifest.
-            let variants = try variantRequest(configuration, for: manifest)
             // The packs needed before the mount is ready travel beside the index.
             // One tag → packs table for the early install and the first manager.
             let tagPacks = TagPackIndex(manifest)
@@ -119,23 +132,23 @@ struct PreparedBundle: Sendable {
                 await work.earlyIndex?.cancel()
                 index = try await BundleLoader.loadIndex(manifest.index, store: store, downloader: downloader)
             }
-            do {
-                try index.validate(against: manifest)   // pack numbers and extents: see FileIndex+Manifest
-            } catch {
-                throw MountError("the file index \(manifest.index.file) does not match the manifest: \(error)")
-            }
-            index.releaseResidentPages()   // validated: resident memory is what requests touch from now on
             let published = PublishedRevision(manifest: manifest, index: index)
-            let view: VariantView
-            do {
-                view = try await io.run { () throws(FileIndexError) in
-                    let view = try variants.view(of: published)
-                    // Resolving read the whole published index again; a view of variants is a copy.
-                    if !manifest.variantDeclarations.isEmpty { index.releaseResidentPages() }
-                    return view
+            // On the I/O executor: a large index is checked in parts on other threads while
+            // this one waits, and resolving variants walks the whole index (page faults).
+            let view = try await io.run { () throws(MountError) -> VariantView in
+                do {
+                    try index.validate(against: manifest)   // pack numbers and extents: see FileIndex+Manifest
+                } catch {
+                    throw MountError("the file index \(manifest.index.file) does not match the manifest: \(error)")
                 }
-            } catch {
-                throw MountError("the file index \(manifest.index.file) has unusable variant directories: \(error)")
+                index.releaseResidentPages()   // validated: resident memory is what requests touch from now on
+                let view: VariantView
+                do { view = try variants.view(of: published) } catch {
+                    throw MountError("the file index \(manifest.index.file) has unusable variant directories: \(error)")
+                }
+                // Resolving read the whole published index again; a view of variants is a copy.
+                if !manifest.variantDeclarations.isEmpty { index.releaseResidentPages() }
+                return view
             }
             if !manifest.variantDeclarations.isEmpty {
                 logger.info("variants selected", metadata: [

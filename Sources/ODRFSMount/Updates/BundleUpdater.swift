@@ -205,7 +205,8 @@ final class BundleUpdater: Sendable {
         let index: FileIndex
         do {
             index = try await BundleLoader.loadIndex(manifest.index, store: store, downloader: downloader)
-            try index.validate(against: manifest)
+            // A large index is checked in parts on other threads while this one waits: not on the cooperative pool.
+            try await IOExecutor.cache.run { () throws(FileIndexError) in try index.validate(against: manifest) }
         } catch {
             throw UpdateError(.resourceUnavailable, "the new revision's file index \(manifest.index.file) is unusable: \(error)")
         }
