@@ -77,22 +77,28 @@ struct BundleWriter {
         written.created += pending.map(\.relative)
         try output.publishObjects(pending)
 
-        let indexBytes: [UInt8]
+        // In parts, never one buffer (ten million files make a 1 GB index, issue 28). The
+        // placements go once the tree has them, and the placed tree is the encoder's to
+        // release as it goes.
+        let placed = BundleBuilder.place(tree.root, path: "", placements)
+        placements = [:]
+        var encodedIndex: EncodedIndex?
         do {
-            indexBytes = try FileIndexWriter(packCount: descriptors.count, chunking: indexChunking).encode(root: BundleBuilder.place(tree.root, path: "", placements))
+            encodedIndex = try FileIndexWriter(packCount: descriptors.count, chunking: indexChunking).encodeParts(root: consume placed)
         } catch {
             throw BuildError(.io, path: nil, "cannot encode the file index: \(error)")
         }
-        let indexHash = ContentHash.of(indexBytes)
+        let indexHash = encodedIndex!.sha256
         let indexFile = "\(OutputDirectory.indexDirectory)/\(indexHash.hex).\(FileIndex.fileExtension)"
-        let indexSize = ByteCount(Int64(indexBytes.count))
+        let indexSize = ByteCount(Int64(encodedIndex!.byteCount))
         // Known before it is written, unlike a pack's: an unchanged index is not written at all.
         if !output.hasObject(indexFile, bytes: indexSize) {
             let temporary = output.temporaryPath(in: OutputDirectory.indexDirectory, "index")
-            do { try POSIXFile.writeFile(temporary, indexBytes) } catch { throw BuildError.io(error, "write", temporary) }
+            do { try POSIXFile.writeFile(temporary, parts: encodedIndex!.parts) } catch { throw BuildError.io(error, "write", temporary) }
             do { try POSIXFile.rename(temporary, output.path + "/" + indexFile) } catch { throw BuildError.io(error, "rename", temporary) }
             written.created.append(indexFile)
         }
+        encodedIndex = nil   // checked below from the dist dir's file, as mounts will read it
 
         // One pass over the packs for all tags (a filter per tag was tags × packs).
         var packsByTag: [ODRFSCore.Tag: [PackID]] = [:]
@@ -118,7 +124,7 @@ struct BundleWriter {
         }
         do {
             let decoded = try Manifest.decode(encoded)
-            let index = try FileIndex(bytes: indexBytes)
+            let index = try FileIndex(contentsOf: output.path + "/" + indexFile)
             try index.validate(against: decoded)
             // And its logical tree as a mount with the default selection serves it.
             if let declarations = decoded.variants {

@@ -65,6 +65,17 @@ enum POSIXFile {
         try sync(fd)
     }
 
+    /// Writes `parts` one after the other into a new file at `path`, then syncs it.
+    static func writeFile(_ path: String, parts: [[UInt8]]) throws(SystemCallError) {
+        let fd = try create(path)
+        defer { close(fd) }
+        for part in parts {
+            let result = part.withUnsafeBytes { buffer in Result { () throws(SystemCallError) in try writeAll(fd, buffer) } }
+            try result.get()
+        }
+        try sync(fd)
+    }
+
     static func sync(_ fd: Int32) throws(SystemCallError) {
         while fsync(fd) != 0 {
             guard errno == EINTR else { throw SystemCallError("fsync") }

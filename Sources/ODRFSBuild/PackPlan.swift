@@ -20,7 +20,8 @@ struct PackPlan: Sendable {
     var warnings: [String]
 
     init(tree: ResourceTree, spec: TagSpec, layout: VariantLayout? = nil) {
-        let layout = layout ?? VariantLayout(plain: tree)
+        // Without variants a file's logical path is its path: its components are made one
+        // file at a time, not kept for all of them.
         var matched = Array(repeating: [Bool](), count: spec.rules.count)
         for (r, rule) in spec.rules.enumerated() { matched[r] = Array(repeating: false, count: rule.patterns.count) }
         // Only the patterns whose literal prefix the path starts with are tried: with a tag
@@ -30,7 +31,7 @@ struct PackPlan: Sendable {
         var ruleTagged = Array(repeating: false, count: spec.rules.count)
         var taggedRules: [Int] = []
         for index in tree.files.indices {
-            let components = layout.logicalComponents[index]
+            let components = layout?.logicalComponents[index] ?? tree.files[index].components
             taggedRules.removeAll(keepingCapacity: true)
             // Every candidate is tried (not just until one hits) so that unused patterns can be reported.
             for candidate in trie.candidates(for: components)
@@ -44,12 +45,12 @@ struct PackPlan: Sendable {
             for rule in taggedRules { ruleTagged[rule] = false }
             // Rules are sorted by tag, so sorted rule numbers give the tags in order.
             let tags = taggedRules.sorted().map { spec.rules[$0].tag }
-            let variant = layout.assignments[index]
+            let variant = layout?.assignments[index] ?? .none
             let id = PackID(tags: tags, variant: variant)
             byID[id, default: Pack(id: id, tags: tags, variant: variant, files: [])].files.append(index)
         }
         var warnings: [String] = []
-        Self.markPatternsMatchingOtherEntries(paths: layout.logicalPaths, spec: spec, trie: trie, matched: &matched)
+        Self.markPatternsMatchingOtherEntries(paths: layout?.logicalPaths ?? tree.allPaths, spec: spec, trie: trie, matched: &matched)
         // One pass over the packs, not one per tag.
         var usedTags = Set<ODRFSCore.Tag>()
         for pack in byID.values { usedTags.formUnion(pack.tags) }

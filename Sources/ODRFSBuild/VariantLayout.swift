@@ -17,13 +17,6 @@ struct VariantLayout: Sendable {
     /// Logical paths of every entry, for pattern-match warnings.
     var logicalPaths: [String]
 
-    /// The identity layout of a tree without variants.
-    init(plain tree: ResourceTree) {
-        logicalComponents = tree.files.map(\.components)
-        assignments = Array(repeating: .none, count: tree.files.count)
-        logicalPaths = tree.allPaths
-    }
-
     /// The layout of `tree` under `declarations` (not empty).
     init(tree: ResourceTree, declarations: [VariantDeclaration]) throws(BuildError) {
         var walker = Walker(declarations: declarations)

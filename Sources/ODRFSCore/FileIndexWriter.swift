@@ -1,3 +1,5 @@
+import Crypto
+
 /// Encodes a bundle's tree as a file index (see ``FileIndexLayout``).
 ///
 /// The output depends only on the tree: children are sorted by name bytes here, whatever order
@@ -82,73 +84,130 @@ public struct FileIndexWriter: Sendable {
     }
 
     /// The index bytes for the tree under `root` (whose own name is ignored).
-    public func encode(root: Node) throws(FileIndexError) -> [UInt8] {
+    public func encode(root: consuming Node) throws(FileIndexError) -> [UInt8] {
+        try encodeParts(root: consume root).joined()
+    }
+
+    /// The index for the tree under `root` (whose own name is ignored), in its parts.
+    ///
+    /// Entries are numbered breadth-first, and an entry's record, name and digest are written
+    /// when it is numbered (when its directory is expanded), so only directories wait to be
+    /// expanded: a queue of every node was a second copy of the tree (1.3 GB at ten million
+    /// files, issue 28). A directory's record gets its child range when it is expanded.
+    /// `root` is consumed: each directory's children are released once expanded.
+    public func encodeParts(root: consuming Node) throws(FileIndexError) -> EncodedIndex {
         guard root.kind == .directory else { throw FileIndexError(.invalidTree, "the root must be a directory") }
-        // Breadth-first: queue[i] becomes entry i; a directory's children are appended together.
-        var queue: [(node: Node, parent: UInt32)] = [(root, 0)]
+        var entries = Entries(writer: self)
+        // Moved into the queue: the queue's copy is then the tree's only owner.
+        try entries.add(consume root, parent: 0)
+        var next = 0
+        while next < entries.directories.count {
+            let number = entries.directories[next].number
+            // Taken out of the queue, so that this is the only reference: sorted in place, and
+            // released with the loop's iteration.
+            var children = entries.directories[next].node.children
+            let name = entries.directories[next].node.name
+            entries.directories[next].node = Node.directory("")
+            next += 1
+            children.sort { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+            for (a, b) in zip(children, children.dropFirst()) where a.name.utf8.elementsEqual(b.name.utf8) {
+                throw FileIndexError(.invalidTree, "directory '\(name)' has two entries named '\(a.name)'")
+            }
+            entries.setChildren(of: number, first: entries.count, count: UInt32(children.count),
+                                subdirectories: UInt32(children.count { $0.kind == .directory }))
+            for child in children { try entries.add(child, parent: number) }
+        }
+        var header: [UInt8] = []
+        header.reserveCapacity(FileIndexLayout.headerSize)
+        header.append(contentsOf: FileIndexLayout.magic)
+        if case .contentDefined = chunking { header.appendLE(FileIndexLayout.version) } else { header.appendLE(FileIndexLayout.blocksVersion) }
+        header.appendLE(UInt32(FileIndexLayout.recordSize))
+        header.appendLE(entries.count)
+        header.appendLE(UInt32(packCount))
+        header.appendLE(UInt64(FileIndexLayout.headerSize))
+        header.appendLE(UInt64(entries.records.count))
+        header.appendLE(UInt64(FileIndexLayout.headerSize + entries.records.count))
+        header.appendLE(UInt64(entries.strings.count))
+        header.appendLE(UInt64(FileIndexLayout.headerSize + entries.records.count + entries.strings.count))
+        var trailing: [UInt8] = []
+        if !entries.blockRows.isEmpty { appendBlockTable(entries.blockRows, to: &trailing) }
+        if case .contentDefined(let parameters) = chunking, !entries.chunkRows.isEmpty {
+            Self.appendChunkTable(entries.chunkRows, parameters: parameters, to: &trailing)
+        }
+        return EncodedIndex(parts: [header, entries.records, entries.strings, entries.digests, trailing])
+    }
+
+    /// The tables of an index being encoded, filled in entry order.
+    private struct Entries {
+        let writer: FileIndexWriter
         var records: [UInt8] = []
         var strings: [UInt8] = []
         var digests: [UInt8] = []
         var blockRows: [(entry: UInt32, hashes: [BlockHash])] = []
         var chunkRows: [(entry: UInt32, chunks: [FileChunk])] = []
-        let noDigest = [UInt8](repeating: 0, count: FileIndexLayout.digestSize)
-        var next = 0
-        while next < queue.count {
-            let (node, parent) = queue[next]
-            let number = UInt32(next)
-            next += 1
+        /// Directories numbered but not expanded yet, in entry order (nodes already expanded
+        /// are left empty).
+        var directories: [(node: Node, number: UInt32)] = []
+        /// Entries numbered so far.
+        var count: UInt32 = 0
+        static let noDigest = [UInt8](repeating: 0, count: FileIndexLayout.digestSize)
+
+        init(writer: FileIndexWriter) { self.writer = writer }
+
+        /// Numbers `node` (the next entry) and writes its record, name and digest; a
+        /// directory's child range is set when it is expanded (``setChildren(of:first:count:subdirectories:)``).
+        mutating func add(_ node: Node, parent: UInt32) throws(FileIndexError) {
+            guard count < UInt32.max else { throw FileIndexError(.invalidTree, "more than 2^32 entries") }
+            let number = count
+            count += 1
             let nameBytes = number == 0 ? [] : Array(node.name.utf8)
-            if number != 0 { try Self.check(name: node.name, bytes: nameBytes) }
+            if number != 0 { try FileIndexWriter.check(name: node.name, bytes: nameBytes) }
             let nameOffset = UInt64(strings.count)
             strings.append(contentsOf: nameBytes)
-            var pack = FileIndexLayout.noPack, data: UInt64 = 0, count: UInt32 = 0, subdirectories: UInt32 = 0
+            var pack = FileIndexLayout.noPack, data: UInt64 = 0, targetCount: UInt32 = 0
             var size: UInt64 = 0
             switch node.kind {
             case .regularFile:
-                guard let number = node.pack, Int(number.rawValue) < packCount else {
-                    throw FileIndexError(.invalidTree, "file '\(node.name)' has pack \(node.pack.map { "\($0.rawValue)" } ?? "none") but there are \(packCount) packs")
+                guard let packNumber = node.pack, Int(packNumber.rawValue) < writer.packCount else {
+                    throw FileIndexError(.invalidTree, "file '\(node.name)' has pack \(node.pack.map { "\($0.rawValue)" } ?? "none") but there are \(writer.packCount) packs")
                 }
-                pack = number.rawValue
+                pack = packNumber.rawValue
                 data = node.dataOffset
                 size = node.size
-                switch chunking {
+                switch writer.chunking {
                 case .fixedBlocks:
                     guard node.chunks == nil else {
                         throw FileIndexError(.invalidTree, "file '\(node.name)' has content-defined chunks, but this index has fixed blocks")
                     }
                     if let hashes = node.blockHashes {
-                        try checkBlocks(hashes, of: node)
-                        blockRows.append((entry: UInt32(next - 1), hashes: hashes))
+                        try writer.checkBlocks(hashes, of: node)
+                        blockRows.append((entry: number, hashes: hashes))
                     }
                 case .contentDefined(let parameters):
                     guard node.blockHashes == nil else {
                         throw FileIndexError(.invalidTree, "file '\(node.name)' has fixed block hashes, but this index has content-defined chunks")
                     }
                     if let chunks = node.chunks {
-                        try Self.check(chunks, of: node, parameters: parameters)
-                        chunkRows.append((entry: UInt32(next - 1), chunks: chunks))
+                        try FileIndexWriter.check(chunks, of: node, parameters: parameters)
+                        chunkRows.append((entry: number, chunks: chunks))
                     }
                 }
             case .symlink:
                 let target = Array((node.symlinkTarget ?? "").utf8)
                 data = UInt64(strings.count)
-                count = UInt32(target.count)
+                targetCount = UInt32(target.count)
                 size = UInt64(target.count)
                 strings.append(contentsOf: target)
             case .directory:
-                let children = node.children.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
-                for (a, b) in zip(children, children.dropFirst()) where a.name.utf8.elementsEqual(b.name.utf8) {
-                    throw FileIndexError(.invalidTree, "directory '\(node.name)' has two entries named '\(a.name)'")
-                }
-                data = UInt64(queue.count)
-                count = UInt32(children.count)
-                subdirectories = UInt32(children.count { $0.kind == .directory })
-                queue.append(contentsOf: children.map { ($0, number) })
-                guard queue.count <= Int(UInt32.max) else { throw FileIndexError(.invalidTree, "more than 2^32 entries") }
+                directories.append((node, number))
             }
-            digests.append(contentsOf: node.kind == .regularFile ? node.sha256?.digestBytes ?? noDigest : noDigest)
+            if node.kind == .regularFile, let digest = node.sha256 {
+                digests.append(contentsOf: digest.digestBytes)
+            } else {
+                digests.append(contentsOf: Self.noDigest)
+            }
             records.appendLE(parent)
-            records.append(contentsOf: [node.kind.rawValue, 0, 0, 0])
+            records.appendLE(UInt32(node.kind.rawValue))   // the kind byte, then three zero bytes
             records.appendLE(node.permissions & 0o7777)
             records.appendLE(UInt32(nameBytes.count))
             records.appendLE(nameOffset)
@@ -157,35 +216,24 @@ public struct FileIndexWriter: Sendable {
             records.appendLE(node.modificationTime.nanoseconds)
             records.appendLE(pack)
             records.appendLE(data)
-            records.appendLE(count)
-            records.appendLE(subdirectories)
-            // Free the subtree we just flattened; keeps peak memory near one copy of the tree.
-            queue[Int(number)].node.children = []
+            records.appendLE(targetCount)
+            records.appendLE(UInt32(0))   // subdirectories: set with the children
         }
-        var out: [UInt8] = []
-        out.reserveCapacity(FileIndexLayout.headerSize + records.count + strings.count + digests.count)
-        out.append(contentsOf: FileIndexLayout.magic)
-        if case .contentDefined = chunking { out.appendLE(FileIndexLayout.version) } else { out.appendLE(FileIndexLayout.blocksVersion) }
-        out.appendLE(UInt32(FileIndexLayout.recordSize))
-        out.appendLE(UInt32(queue.count))
-        out.appendLE(UInt32(packCount))
-        out.appendLE(UInt64(FileIndexLayout.headerSize))
-        out.appendLE(UInt64(records.count))
-        out.appendLE(UInt64(FileIndexLayout.headerSize + records.count))
-        out.appendLE(UInt64(strings.count))
-        out.appendLE(UInt64(FileIndexLayout.headerSize + records.count + strings.count))
-        out.append(contentsOf: records)
-        out.append(contentsOf: strings)
-        out.append(contentsOf: digests)
-        if !blockRows.isEmpty { appendBlockTable(blockRows, to: &out) }
-        if case .contentDefined(let parameters) = chunking, !chunkRows.isEmpty {
-            Self.appendChunkTable(chunkRows, parameters: parameters, to: &out)
+
+        /// A directory's child range, known once it is expanded.
+        mutating func setChildren(of number: UInt32, first: UInt32, count: UInt32, subdirectories: UInt32) {
+            typealias F = FileIndexLayout.Record
+            let at = Int(number) * FileIndexLayout.recordSize
+            records.withUnsafeMutableBytes { raw in
+                raw.storeBytes(of: UInt64(first).littleEndian, toByteOffset: at + F.data, as: UInt64.self)
+                raw.storeBytes(of: count.littleEndian, toByteOffset: at + F.count, as: UInt32.self)
+                raw.storeBytes(of: subdirectories.littleEndian, toByteOffset: at + F.subdirectoryCount, as: UInt32.self)
+            }
         }
-        return out
     }
 
     /// A file's chunks must cover it exactly, in order, each 1...maximum bytes, with full digests.
-    private static func check(_ chunks: [FileChunk], of node: Node, parameters: ContentChunking) throws(FileIndexError) {
+    fileprivate static func check(_ chunks: [FileChunk], of node: Node, parameters: ContentChunking) throws(FileIndexError) {
         guard parameters.isValid else {
             throw FileIndexError(.invalidTree, "chunking \(parameters) is not valid")
         }
@@ -220,7 +268,7 @@ public struct FileIndexWriter: Sendable {
         }
     }
 
-    private func checkBlocks(_ hashes: [BlockHash], of node: Node) throws(FileIndexError) {
+    fileprivate func checkBlocks(_ hashes: [BlockHash], of node: Node) throws(FileIndexError) {
         let size = blockSize.value
         guard size > 0, size <= Int64(UInt32.max), FileIndexLayout.Blocks.blockSizes.contains(UInt32(size)),
               size.nonzeroBitCount == 1 else {
@@ -256,9 +304,35 @@ public struct FileIndexWriter: Sendable {
         }
     }
 
-    private static func check(name: String, bytes: [UInt8]) throws(FileIndexError) {
+    fileprivate static func check(name: String, bytes: [UInt8]) throws(FileIndexError) {
         guard !bytes.isEmpty, name != ".", name != "..", !bytes.contains(UInt8(ascii: "/")), !bytes.contains(0) else {
             throw FileIndexError(.invalidTree, "invalid entry name '\(name)' (empty, '.', '..', or containing '/' or NUL)")
         }
+    }
+}
+
+/// A file index as ``FileIndexWriter/encodeParts(root:)`` makes it: its parts in file order
+/// (header, records, strings, digests, block or chunk table), never copied into one buffer
+/// unless asked (``joined()``): ten million files make a 1 GB index.
+public struct EncodedIndex: Sendable {
+    /// The parts, in file order.
+    public let parts: [[UInt8]]
+
+    /// The index's size in bytes.
+    public var byteCount: Int { parts.reduce(0) { $0 + $1.count } }
+
+    /// The SHA-256 of the whole index (its name in a dist dir).
+    public var sha256: ContentHash {
+        var hasher = SHA256()
+        for part in parts { hasher.update(data: part) }
+        return ContentHash(digest: hasher.finalize())
+    }
+
+    /// The whole index in one buffer; for small indexes and tests.
+    public func joined() -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(byteCount)
+        for part in parts { bytes.append(contentsOf: part) }
+        return bytes
     }
 }

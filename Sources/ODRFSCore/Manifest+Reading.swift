@@ -222,6 +222,7 @@ public enum ManifestReader {
 
         init(_ packs: [PackDescriptor]) {
             var holders: [Tag: [Int]] = [:]
+            holders.reserveCapacity(packs.count)   // about a tag a pack in large bundles
             for (position, pack) in packs.enumerated() {
                 for tag in pack.tags { holders[tag, default: []].append(position) }
             }

@@ -104,7 +104,7 @@ import Testing
             // A path cannot be both a file and a directory; keep leaves only.
             guard !seen.contains(path), !seen.contains(where: { $0.hasPrefix(path + "/") || path.hasPrefix($0 + "/") }) else { continue }
             seen.insert(path)
-            files.append(ScannedFile(path: path, components: components, size: 0, permissions: 0o644,
+            files.append(ScannedFile(path: path, size: 0, permissions: 0o644,
                                      modificationTime: Timestamp(seconds: 0, nanoseconds: 0)))
         }
         for path in seen {

@@ -18,6 +18,18 @@ import Testing
         #expect(Tag(name).validationProblem != nil)
     }
 
+    /// The control-character check compares scalar values: it must refuse exactly the scalars
+    /// whose general category is Cc, over all of Unicode.
+    @Test func controlCharactersAreExactlyCategoryCc() {
+        var mismatches: [UInt32] = []
+        for value in UInt32(0)...0x10FFFF {
+            guard let scalar = Unicode.Scalar(value), !"+/,".unicodeScalars.contains(scalar) else { continue }
+            let refused = Tag("a" + String(Character(scalar)) + "b").validationProblem != nil
+            if refused != (scalar.properties.generalCategory == .control) { mismatches.append(value) }
+        }
+        #expect(mismatches.isEmpty, "\(mismatches.prefix(10).map { String($0, radix: 16) })")
+    }
+
     @Test func validTagNames() {
         #expect(Tag("Level 1").validationProblem == nil)
         #expect(Tag("Café").validationProblem == nil)

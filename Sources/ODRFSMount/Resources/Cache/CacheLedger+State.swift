@@ -276,6 +276,7 @@ extension CacheLedger {
         /// manifest's default); base resources are never purged, so theirs is irrelevant.
         private mutating func assignPriorities() {
             var defaults: [Tag: Double] = [:]
+            defaults.reserveCapacity(manifest.tags.count)
             for descriptor in manifest.tags { defaults[descriptor.tag] = descriptor.preservationPriority }
             for (offset, pack) in manifest.packs.enumerated() {
                 slots[offset].priority = pack.tags.map { priorityOverrides[$0] ?? defaults[$0] ?? 0 }.max() ?? 0
