@@ -6,7 +6,7 @@ set -euo pipefail
 source "$(dirname "$0")/as-root.sh"
 
 # nginx: the tests' origin and their caching proxy (proxy_cache); squid: the site's caching
-# forward proxy (MountSquidTests); curl: header checks; autofs: AutomountTests run their own
+# forward proxy (MountSquidTests); curl: header checks and the benchmark's floors; autofs: AutomountTests run their own
 # automount on a private master map (the system's autofs service is not needed).
 packages=(libfuse3-dev liburing-dev fuse3 attr pkg-config libsqlite3-dev libzstd-dev zstd ca-certificates nginx-light python3 gcc openssl curl squid autofs fiu-utils)
 missing=()

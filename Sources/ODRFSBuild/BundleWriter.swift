@@ -77,28 +77,12 @@ struct BundleWriter {
         written.created += pending.map(\.relative)
         try output.publishObjects(pending)
 
-        // In parts, never one buffer (ten million files make a 1 GB index, issue 28). The
-        // placements go once the tree has them, and the placed tree is the encoder's to
+        // The placements go once the tree has them; the placed tree is the encoder's to
         // release as it goes.
         let placed = BundleBuilder.place(tree.root, path: "", placements)
         placements = [:]
-        var encodedIndex: EncodedIndex?
-        do {
-            encodedIndex = try FileIndexWriter(packCount: descriptors.count, chunking: indexChunking).encodeParts(root: consume placed)
-        } catch {
-            throw BuildError(.io, path: nil, "cannot encode the file index: \(error)")
-        }
-        let indexHash = encodedIndex!.sha256
-        let indexFile = "\(OutputDirectory.indexDirectory)/\(indexHash.hex).\(FileIndex.fileExtension)"
-        let indexSize = ByteCount(Int64(encodedIndex!.byteCount))
-        // Known before it is written, unlike a pack's: an unchanged index is not written at all.
-        if !output.hasObject(indexFile, bytes: indexSize) {
-            let temporary = output.temporaryPath(in: OutputDirectory.indexDirectory, "index")
-            do { try POSIXFile.writeFile(temporary, parts: encodedIndex!.parts) } catch { throw BuildError.io(error, "write", temporary) }
-            do { try POSIXFile.rename(temporary, output.path + "/" + indexFile) } catch { throw BuildError.io(error, "rename", temporary) }
-            written.created.append(indexFile)
-        }
-        encodedIndex = nil   // checked below from the dist dir's file, as mounts will read it
+        let (indexFile, indexSize, indexHash) = try writeIndex(consume placed, packCount: descriptors.count,
+                                                               entries: tree.allPaths.count + 1, written: &written)
 
         // One pass over the packs for all tags (a filter per tag was tags × packs).
         var packsByTag: [ODRFSCore.Tag: [PackID]] = [:]
@@ -132,9 +116,37 @@ struct BundleWriter {
                                                  machine: .init(memory: .zero, cpus: 0))
                 _ = try VariantView.resolve(manifest: decoded, index: index, selection: selection)
             }
+        } catch let error as FileIndexError where error.kind == .io {
+            throw BuildError(.io, path: output.path + "/" + indexFile, "cannot read the file index back: \(error)")
         } catch {
             throw BuildError(.tooLarge, path: nil, "the bundle would not be mountable: \(error)")
         }
         return Bundle(manifest: manifest, encoded: encoded, rows: rows, indexEntries: index.entries)
+    }
+
+    /// Encodes the placed tree as the file index, in parts, never one buffer (ten million
+    /// files make a 1 GB index, issue 28), and writes it under its hash unless the dist dir
+    /// has it; the parts are freed when this returns. The index is checked afterwards from
+    /// the dist dir's file, as mounts will read it.
+    private func writeIndex(_ placed: consuming FileIndexWriter.Node, packCount: Int, entries: Int,
+                            written: inout Written) throws(BuildError) -> (file: String, size: ByteCount, sha256: ContentHash) {
+        let encoded: EncodedIndex
+        do {
+            encoded = try FileIndexWriter(packCount: packCount, chunking: indexChunking)
+                .encodeParts(root: consume placed, entryCountHint: entries)
+        } catch {
+            throw BuildError(.io, path: nil, "cannot encode the file index: \(error)")
+        }
+        let hash = encoded.sha256
+        let file = "\(OutputDirectory.indexDirectory)/\(hash.hex).\(FileIndex.fileExtension)"
+        let size = ByteCount(Int64(encoded.byteCount))
+        // Known before it is written, unlike a pack's: an unchanged index is not written at all.
+        if !output.hasObject(file, bytes: size) {
+            let temporary = output.temporaryPath(in: OutputDirectory.indexDirectory, "index")
+            do { try POSIXFile.writeFile(temporary, parts: encoded.parts) } catch { throw BuildError.io(error, "write", temporary) }
+            do { try POSIXFile.rename(temporary, output.path + "/" + file) } catch { throw BuildError.io(error, "rename", temporary) }
+            written.created.append(file)
+        }
+        return (file, size, hash)
     }
 }

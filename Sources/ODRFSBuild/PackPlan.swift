@@ -45,7 +45,7 @@ struct PackPlan: Sendable {
             for rule in taggedRules { ruleTagged[rule] = false }
             // Rules are sorted by tag, so sorted rule numbers give the tags in order.
             let tags = taggedRules.sorted().map { spec.rules[$0].tag }
-            let variant = layout?.assignments[index] ?? .none
+            let variant = layout?.assignments[index] ?? VariantAssignment.none
             let id = PackID(tags: tags, variant: variant)
             byID[id, default: Pack(id: id, tags: tags, variant: variant, files: [])].files.append(index)
         }

@@ -95,9 +95,15 @@ public struct FileIndexWriter: Sendable {
     /// expanded: a queue of every node was a second copy of the tree (1.3 GB at ten million
     /// files, issue 28). A directory's record gets its child range when it is expanded.
     /// `root` is consumed: each directory's children are released once expanded.
-    public func encodeParts(root: consuming Node) throws(FileIndexError) -> EncodedIndex {
+    /// `entryCountHint`, the number of entries if known, sizes the tables up front (growing a
+    /// 640 MB table by doubling holds the old and the new one at once).
+    public func encodeParts(root: consuming Node, entryCountHint: Int = 0) throws(FileIndexError) -> EncodedIndex {
         guard root.kind == .directory else { throw FileIndexError(.invalidTree, "the root must be a directory") }
         var entries = Entries(writer: self)
+        if entryCountHint > 0, entryCountHint <= Int(UInt32.max) {
+            entries.records.reserveCapacity(entryCountHint * FileIndexLayout.recordSize)
+            entries.digests.reserveCapacity(entryCountHint * FileIndexLayout.digestSize)
+        }
         // Moved into the queue: the queue's copy is then the tree's only owner.
         try entries.add(consume root, parent: 0)
         var next = 0

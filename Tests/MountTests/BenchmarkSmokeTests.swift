@@ -30,7 +30,7 @@ struct BenchmarkSmokeTests {
         let errors = (try? String(contentsOfFile: output + ".err", encoding: .utf8)) ?? ""
         try #require(finished, "run.sh did not finish in time\n\(errors)")
         #expect(child.terminationStatus == 0, "run.sh failed:\n\(errors)\n\(table)")
-        for row in ["| W1 ", "| W2 ", "| W2 no-op libfuse fs", "| W3 ", "| W4 ", "| W5 ", "| W6 ", "| W7 ", "| S1 mount", "| S1 daemon VmRSS", "| S1 find", "| W8a pack bytes", "| W8b pack bytes", "| W8c pack bytes"] {
+        for row in ["| W1 ", "| W2 ", "| W2 no-op libfuse fs", "| W3 ", "| W4 ", "| W5 ", "| W6 ", "| W7 ", "| S1 mount from the dist dir", "| S1 mount over HTTP", "| S1 floor: manifest", "| S1 floor: index fetched", "| S1 daemon VmRSS", "| S1 find", "| W8a pack bytes", "| W8b pack bytes", "| W8c pack bytes"] {
             #expect(table.contains(row), "no \(row) row in:\n\(table)")
         }
     }
