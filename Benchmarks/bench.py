@@ -7,6 +7,7 @@ Every process it starts and every mount it makes is also written to DIR/pids and
 DIR/mounts, so run.sh's trap can tear them down whatever happens here.
 """
 import argparse
+import json
 import os
 import random
 import re
@@ -88,6 +89,9 @@ def free_port():
 
 
 def drop_caches():
+    # Twice: a filesystem on a loop device (S4's tree here) syncs into its backing file's
+    # pages, which one pass may leave dirty; the cold reads that follow would race writeback.
+    os.sync()
     os.sync()
     with open("/proc/sys/vm/drop_caches", "w") as f:
         f.write("3\n")
@@ -380,14 +384,18 @@ def run_scale(origin):
     # The floors, cold: what any mount must at least do before it is ready, read and hash the
     # manifest and the file index (1 GB at S4) from the dist dir, and fetch and hash the index
     # through the same origin as the mount below (the latency proxy included).
-    index = next(n for n in os.listdir(f"{dist}/index") if n.endswith(".odrx"))
-    drop_caches()
+    with open(f"{dist}/manifest.json") as f:
+        index = json.load(f)["index"]
     # OpenSSL's SHA-256 (SHA-NI where the CPU has it, as the daemon's BoringSSL), not coreutils'
-    # sha256sum, which hashes at a fifth of the speed here.
-    r["S1 floor local"] = timed(lambda: sh("openssl", "dgst", "-sha256", f"{dist}/manifest.json", f"{dist}/index/{index}"))
+    # sha256sum, which hashes at a fifth of the speed here. Each floor checks the digest it got.
+    def floor(cmd):
+        out = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], check=True, capture_output=True, text=True).stdout
+        if index["sha256"] not in out:
+            raise RuntimeError(f"floor `{cmd}` did not hash the index: {out!r}")
     drop_caches()
-    r["S1 floor origin"] = timed(lambda: subprocess.run(f"curl -sf {origin}/s1/index/{index} | openssl dgst -sha256", shell=True,
-                                                        check=True, capture_output=True))
+    r["S1 floor local"] = timed(lambda: floor(f"openssl dgst -sha256 {dist}/manifest.json {dist}/{index['file']}"))
+    drop_caches()
+    r["S1 floor origin"] = timed(lambda: floor(f"curl -sf {origin}/s1/{index['file']} | openssl dgst -sha256"))
     # Ready from the dist dir itself (a file origin), fresh cache, caches dropped.
     mnt, cache = f"{A.work}/mnt-s1-local", f"{A.work}/cache-s1-local"
     os.makedirs(mnt)
@@ -395,6 +403,8 @@ def run_scale(origin):
     t = time.perf_counter()
     p = start([A.binary, "mount", dist, mnt, "--cache", cache, "--foreground"], mnt, log=f"{A.work}/s1-local.log")
     wait_for(lambda: os.path.ismount(mnt) or p.poll() is not None, 300, "S1 mount from the dist dir")
+    if p.poll() is not None:
+        raise RuntimeError(f"the mount from the dist dir exited ({p.returncode}): see {A.work}/s1-local.log")
     os.stat(mnt)
     r["S1 mount local"] = time.perf_counter() - t
     r["S1 rss mount local"] = vmrss(p.pid)

@@ -30,7 +30,7 @@ import Testing
         #expect(index.entriesPerPart == Self.smallParts)
     }
 
-    /// Records damaged at random (one to three fields each, including parents' child ranges
+    /// Records damaged at random (150 cases: the suite runs on two cores) (one to three fields each, including parents' child ranges
     /// set to values whose sum overflows): both ways give the same outcome for every case.
     @Test func partsAgreeWithOnePassOnDamagedRecords() {
         var rng = SplitMix(seed: 2026)
@@ -39,7 +39,7 @@ import Testing
                                                    (F.nameLength, false), (F.pack, false), (F.size, true), (F.kind, false)]
         let extremes: [UInt64] = [0, 1, 0xFFFF_FFFF, 0xFFFF_FFFF_FFFF_FFFF, 1 << 32, UInt64(entries), UInt64(entries - 1)]
         var refused = 0
-        for trial in 0..<400 {
+        for trial in 0..<150 {
             var bytes = Self.valid
             for _ in 0..<(1 + Int(rng.next() % 3)) {
                 let entry = Int(rng.next() % UInt64(entries))
@@ -60,7 +60,7 @@ import Testing
             if single != nil { refused += 1 }
         }
         // The damage is real: most cases are refused.
-        #expect(refused > 300)
+        #expect(refused > 110)
     }
 
     /// Two damaged regular files far apart: the error names the first, as one pass would.

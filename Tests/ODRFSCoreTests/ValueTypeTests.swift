@@ -18,16 +18,21 @@ import Testing
         #expect(Tag(name).validationProblem != nil)
     }
 
-    /// The control-character check compares scalar values: it must refuse exactly the scalars
-    /// whose general category is Cc, over all of Unicode.
+    /// The control-character check compares scalar values: it must match exactly the scalars
+    /// whose general category is Cc, over all of Unicode; and tag names use it.
     @Test func controlCharactersAreExactlyCategoryCc() {
         var mismatches: [UInt32] = []
         for value in UInt32(0)...0x10FFFF {
-            guard let scalar = Unicode.Scalar(value), !"+/,".unicodeScalars.contains(scalar) else { continue }
-            let refused = Tag("a" + String(Character(scalar)) + "b").validationProblem != nil
-            if refused != (scalar.properties.generalCategory == .control) { mismatches.append(value) }
+            guard let scalar = Unicode.Scalar(value) else { continue }
+            if Tag.isControl(scalar) != (scalar.properties.generalCategory == .control) { mismatches.append(value) }
         }
         #expect(mismatches.isEmpty, "\(mismatches.prefix(10).map { String($0, radix: 16) })")
+        for control in ["\u{0}", "\u{1F}", "\u{7F}", "\u{85}", "\u{9F}"] {
+            #expect(Tag("a" + control + "b").validationProblem != nil, "\(control.unicodeScalars.first!.value)")
+        }
+        for other in ["\u{A0}", "\u{AD}", "\u{200B}", "\u{2028}", "\u{FEFF}"] {
+            #expect(Tag("a" + other + "b").validationProblem == nil, "\(other.unicodeScalars.first!.value)")
+        }
     }
 
     @Test func validTagNames() {

@@ -11,8 +11,9 @@ import ODRFSStore
 /// the file index. Cache reads and writes run on the I/O executor.
 ///
 /// In three steps, so that the caller can start the file index's download (whose name it
-/// reads from the authenticated bytes, ``ManifestReader/indexReference(in:)``) while the
-/// manifest is decoded: ``fetchManifest(from:store:limit:trustedKeys:)``,
+/// reads from trusted bytes, ``ManifestReader/indexReference(in:)``: the first bytes to arrive
+/// without trusted keys, the authenticated whole with them) while the manifest arrives and is
+/// decoded: ``fetchManifest(from:store:limit:trustedKeys:whenIndexIsNamed:)``,
 /// ``authenticate(_:trustedKeys:)``, ``decodeManifest(_:authenticated:origin:store:trustedKeys:logger:)``.
 enum BundleLoader {
     /// A manifest and the bytes it came from, for the cache.
@@ -56,9 +57,13 @@ enum BundleLoader {
         do {
             var data = Data()
             var searching = trustedKeys.isEmpty
+            // Parsed again only once the prefix has doubled: a server that trickles bytes one
+            // at a time costs a few parses, not one per byte.
+            var parsedUpTo = 0
             try await origin.download(Manifest.fileName, expectedBytes: limit) { (bytes: ByteBuffer) throws(FetchError) in
                 data.append(contentsOf: bytes.readableBytesView)
-                guard searching else { return }
+                guard searching, data.count >= 2 * parsedUpTo else { return }
+                parsedUpTo = data.count
                 if let reference = ManifestReader.indexReference(in: data) {
                     searching = false
                     whenIndexIsNamed(reference)

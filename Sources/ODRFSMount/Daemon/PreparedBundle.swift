@@ -62,13 +62,7 @@ struct PreparedBundle: Sendable {
                 }
                 let (revision, isSigned) = try await load(configuration, fetched: fetched, authenticated: authenticated, origin: origin,
                                                           store: store, wire: wire, work: &work, logger: logger, progress: progress)
-                do throws(MountError) {
-                    try await InitialInstall.run(manager: revision.manager, progress: progress)
-                } catch {
-                    // The revision was built and its manager is live: it flushes and lets the cache go.
-                    await revision.manager.shutdown()
-                    throw error
-                }
+                try await InitialInstall.run(manager: revision.manager, progress: progress)
                 return PreparedBundle(revision: revision, isSigned: isSigned)
             } catch {
                 await work.abandon()
@@ -175,6 +169,7 @@ struct PreparedBundle: Sendable {
                     throw MountError("cannot read the cache index: \(error)")
                 }
             }
+            work.builtManager = revision.manager
             revision.manager.countEarlyFetches(fetchedEarly)
             // The index is verified and in the cache: the manifest that names it becomes the cache's.
             try await work.commitManifest(into: store)
@@ -213,15 +208,18 @@ struct PreparedBundle: Sendable {
 }
 
 /// What a load starts before it knows that it will succeed: the file index's early download,
-/// the early packs, the first manager and the staged manifest. A failed load abandons them
-/// as one (``abandon()``), so no failure path can leave one running: a manager reconciling
-/// with the cache of a mount that failed, packs still moving, temporary files left behind.
+/// the early packs, the first manager, the staged manifest and the revision's manager. A
+/// failed load abandons them as one (``abandon()``), so no failure path can leave one
+/// running: a manager reconciling with the cache of a mount that failed or holding its lock,
+/// packs still moving, temporary files left behind.
 private struct LoadingWork {
     let io: IOExecutor
     var earlyIndex: EarlyIndex?
     var earlyPacks: Task<[EarlyInstall.Fetched], Never>?
     var firstManager: Task<Result<MountedRevision.FirstManager, StoreError>?, Never>?
     var stagedManifest: Task<Result<StagedManifest, StoreError>, Never>?
+    /// The built revision's manager, once there is one (it is the first manager's, when that was built).
+    var builtManager: ResourceManager?
 
     init(io: IOExecutor) { self.io = io }
 
@@ -246,12 +244,16 @@ private struct LoadingWork {
         if case .failure(let error) = committed { throw MountError("cannot write to cache: \(error)") }
     }
 
-    /// Stops every task and waits for each: nothing of the loading outlives it.
+    /// Stops every task and waits for each: nothing of the loading outlives it. A manager
+    /// that was built flushes and lets the cache go.
     func abandon() async {
         earlyPacks?.cancel()
         firstManager?.cancel()
         await earlyIndex?.cancel()
-        _ = await firstManager?.value
+        if case .success(let first)?? = await firstManager?.value {
+            if builtManager == nil { await first.manager.shutdown() }
+        }
+        await builtManager?.shutdown()
         _ = await earlyPacks?.value
         if case .success(let staged)? = await stagedManifest?.value {
             await io.run { staged.discard() }
