@@ -91,7 +91,7 @@ extension PackStore {
         case .storedObject(let object, let identity, let data):
             // The object may have gone since staging (the last bundle linking it dropped it),
             // or been replaced: the link is made to the file that was compared, or not at all.
-            if !linkIfUnchanged(object, identity: identity) {
+            if (try? Self.replaceLink(to: object, at: layout.manifestFile, scratch: layout.temporaryDirectory, identity: identity)) == nil {
                 try commitNewObject(try writeSynced(data, label: "manifest"), object: object)
             }
         case .newObject(let file, let object):
@@ -110,18 +110,6 @@ extension PackStore {
         }
         if rename(file.path, object) != 0 { unlink(file.path) }
         file.markPublished()
-    }
-
-    /// Links the bundle's manifest to `object` if it is still the file `identity` names:
-    /// a hard link to a scratch name first, whose identity is then checked, then renamed over.
-    private func linkIfUnchanged(_ object: String, identity: FileIdentity) -> Bool {
-        let scratch = layout.temporaryDirectory + "/link." + String(UInt64.random(in: .min ... .max), radix: 16)
-        guard link(object, scratch) == 0 else { return false }
-        guard FileIdentity.of(path: scratch) == identity, rename(scratch, layout.manifestFile) == 0 else {
-            unlink(scratch)
-            return false
-        }
-        return true
     }
 
     /// A temporary file holding `data`, synced.

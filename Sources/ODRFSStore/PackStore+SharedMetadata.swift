@@ -63,9 +63,16 @@ extension PackStore {
 
     /// Makes `destination` a hard link to `source`, atomically replacing what was there:
     /// a link under a scratch name, renamed over.
-    static func replaceLink(to source: String, at destination: String, scratch: String) throws(StoreError) {
+    /// With `identity`, the link is made only to that very file (checked on the scratch link,
+    /// so a file replaced at `source` meanwhile is never linked).
+    static func replaceLink(to source: String, at destination: String, scratch: String,
+                            identity: FileIdentity? = nil) throws(StoreError) {
         let temporary = scratch + "/link." + String(UInt64.random(in: .min ... .max), radix: 16)
         guard link(source, temporary) == 0 else { throw StoreError.system("cannot link", path: source) }
+        if let identity, FileIdentity.of(path: temporary) != identity {
+            unlink(temporary)
+            throw StoreError.system("no longer the file compared", path: source, errno: ESTALE)
+        }
         guard rename(temporary, destination) == 0 else {
             let error = StoreError.system("cannot rename into place", path: destination)
             unlink(temporary)
